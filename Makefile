@@ -1,0 +1,43 @@
+# Feedback Lab: `make demo` runs the app on this machine, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PYTHONUNBUFFERED := 1
+
+.PHONY: demo test test-fast install chromium lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# The CPU build of torch first, pinned, so nothing pulls a CUDA build.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Demo: SQLite, embedded Redis, offline models. DEBUG=1 only because it serves on 127.0.0.1 for one person.
+demo: install
+	DEBUG=1 $(PY) manage.py migrate --no-input
+	DEBUG=1 $(PY) manage.py demo_setup
+	DEBUG=1 $(PY) manage.py run_demo
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || \
+		(echo "Installing Debian chromium for the browser tests"; \
+		 (apt-get update -qq || sudo apt-get update -qq) && \
+		 (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium || sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium))
+
+# The full suite. DATABASE_URL / REDIS_URL select PostgreSQL and Redis; without them SQLite and embedded Redis.
+test: install chromium
+	$(PY) -m pytest
+
+test-fast: install
+	$(PY) -m pytest -m "not browser and not e2e"
+
+lint: install
+	$(VENV)/bin/ruff check annotate evaluation models_runtime tests benchmarks
+
+clean:
+	rm -rf var .pytest_cache

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class AnnotateConfig(AppConfig):
+    name = "annotate"
+    verbose_name = "Annotation"
+
+    def ready(self):
+        from annotate import checks  # noqa: F401  (registers system checks)

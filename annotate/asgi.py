@@ -1,0 +1,24 @@
+"""ASGI entry point: Django for HTTP, Channels for WebSockets (same session auth, origin-checked)."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.urls import path  # noqa: E402
+
+from annotate.consumers import SessionConsumer  # noqa: E402
+
+websocket_urlpatterns = [path("ws/sessions/<int:session_id>/", SessionConsumer.as_asgi())]
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)

@@ -1,0 +1,20 @@
+"""The Celery app. Model calls go to model queues (see settings.MODEL_QUEUE_PREFIX); the rest to "default"."""
+
+import os
+
+from celery import Celery
+from celery.signals import worker_process_shutdown
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
+
+app = Celery("annotate")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["annotate", "evaluation"])
+
+
+@worker_process_shutdown.connect
+def _release_models(**_kwargs):
+    # Free GPU memory and HTTP connections held by warm backends when a worker process ends.
+    from models_runtime.registry import release_all
+
+    release_all()

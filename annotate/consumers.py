@@ -1,0 +1,51 @@
+"""WebSocket consumers: authorize, join the group, relay events. No domain logic here."""
+
+from __future__ import annotations
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from annotate import realtime
+from annotate.errors import NotFound
+from annotate.selectors.sessions import access_session, session_snapshot
+
+
+class SessionConsumer(AsyncJsonWebsocketConsumer):
+    """Live view of one session: a snapshot from the database on connect, then chunks and snapshots."""
+
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
+        try:
+            snapshot = await self._snapshot(user)
+        except NotFound:
+            await self.close(code=4404)
+            return
+        self.group = realtime.session_group(self.session_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.send_json({"type": "snapshot", "session": snapshot})
+
+    @database_sync_to_async
+    def _snapshot(self, user):
+        return session_snapshot(access_session(user, self.session_id))
+
+    async def disconnect(self, code):
+        if getattr(self, "group", None):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        # The client may ask for a fresh snapshot (after a gap in chunk sequence numbers).
+        if content.get("type") == "snapshot":
+            try:
+                snapshot = await self._snapshot(self.scope["user"])
+            except NotFound:
+                await self.close(code=4404)
+                return
+            await self.send_json({"type": "snapshot", "session": snapshot})
+
+    async def relay(self, message):
+        await self.send_json(message["event"])

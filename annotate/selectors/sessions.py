@@ -1,0 +1,118 @@
+"""Reads of sessions and rounds, with the permission check that goes with them."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch
+
+from annotate.errors import NotFound
+from annotate.models import Round, Session, TaskImage, User
+
+
+def _session_queryset():
+    return Session.objects.select_related("task", "model_config", "batch", "annotator").prefetch_related(
+        Prefetch("rounds", queryset=Round.objects.order_by("index")),
+        Prefetch("task__task_images", queryset=TaskImage.objects.select_related("blob").order_by("position")),
+    )
+
+
+def user_can_read_session(user: User, session: Session) -> bool:
+    if session.annotator_id == user.id:
+        return True
+    if user.is_admin_role:
+        return True
+    return user.is_researcher_role and session.batch.members.filter(pk=user.pk).exists()
+
+
+def access_session(user: User, session_id: int) -> Session:
+    """Fetch a session the user may see. Someone else's session is reported as missing (no id probing)."""
+    session = _session_queryset().filter(pk=session_id).first()
+    if session is None or not user_can_read_session(user, session):
+        raise NotFound(f"Session {session_id} does not exist or is not yours.")
+    return session
+
+
+def ground_truth_revealed(session: Session, rounds: list[Round] | None = None) -> bool:
+    """The ground truth is shown from round max_rounds (3) on: when that round exists or is the next one."""
+    rounds = list(session.rounds.all()) if rounds is None else rounds
+    last = rounds[-1] if rounds else None
+    if last is None:
+        return False
+    if last.index >= session.batch.max_rounds:
+        return True
+    return (
+        last.index == session.batch.max_rounds - 1
+        and session.status == Session.Status.AWAITING_FEEDBACK
+    )
+
+
+def round_payload(rnd: Round) -> dict:
+    return {
+        "index": rnd.index,
+        "feedback_text": rnd.feedback_text,
+        "feedback_kind": rnd.feedback_kind,
+        "leak_flagged": rnd.leak_flagged,
+        "generation_status": rnd.generation_status,
+        "answer_text": rnd.answer_text,
+        "stream_seq": rnd.stream_seq,
+        "extracted_answer": rnd.extracted_answer if rnd.generation_status == Round.Generation.DONE else "",
+        "verdict": rnd.final_verdict,
+        "verdict_source": rnd.verdict_source,
+        "error": rnd.error,
+        "latency_ms": rnd.latency_ms,
+        "first_token_ms": rnd.first_token_ms,
+    }
+
+
+def session_snapshot(session: Session) -> dict:
+    """Everything the annotator's page shows. Never includes the ground truth before it is revealed."""
+    rounds = list(session.rounds.all())
+    task = session.task
+    revealed = ground_truth_revealed(session, rounds)
+    snapshot = {
+        "id": session.id,
+        "status": session.status,
+        "corrected_round": session.corrected_round,
+        "max_rounds": session.batch.max_rounds,
+        "model": {"name": session.model_config.name, "label": session.model_config.label,
+                  "simulated": session.model_config.is_simulated},
+        "task": {
+            "id": task.external_id,
+            "category": task.category,
+            "question": task.question,
+            "options": task.options,
+            "answer_type": task.answer_type,
+            "images": [f"/media-task/{ti.blob.sha256}" for ti in task.task_images.all()],
+        },
+        "rounds": [round_payload(r) for r in rounds],
+        "next_round": _next_round_index(session, rounds),
+        "feedback_draft": session.feedback_draft,
+        "ground_truth_revealed": revealed,
+    }
+    if revealed:
+        snapshot["ground_truth"] = task.ground_truth
+    elif task.answer_type == task.AnswerType.MANUAL:
+        # Manual tasks: the annotator judges against the reference, shown collapsed and marked "do not reveal".
+        snapshot["judging_reference"] = task.ground_truth
+    return snapshot
+
+
+def _next_round_index(session: Session, rounds: list[Round]) -> int | None:
+    if session.status != Session.Status.AWAITING_FEEDBACK or not rounds:
+        return None
+    return rounds[-1].index + 1
+
+
+def session_for_annotator(user: User, session_id: int) -> Session:
+    """The annotator's own session, for actions that change it (researchers may read but not act)."""
+    session = _session_queryset().filter(pk=session_id, annotator=user).first()
+    if session is None:
+        raise NotFound(f"Session {session_id} does not exist or is not yours.")
+    return session
+
+
+def annotator_progress(user: User) -> dict:
+    sessions = Session.objects.filter(annotator=user)
+    return {
+        "completed": sessions.filter(status=Session.Status.COMPLETED).count(),
+        "in_progress": sessions.exclude(status__in=[Session.Status.COMPLETED, Session.Status.ABANDONED]).count(),
+    }

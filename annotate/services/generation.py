@@ -1,0 +1,171 @@
+"""The worker side of a round: claim it, call the model through models_runtime, stream, save, verify.
+
+Runs only inside a Celery task. The claim is a conditional UPDATE keyed by the Celery task id, so a message
+redelivered after a worker died (acks_late) re-claims its own round, while a second copy of a finished round
+finds nothing to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from annotate import realtime
+from annotate.models import Round, Session
+from annotate.prompts import RoundTurn, conversation, round0_text, templates_for
+from annotate.selectors.sessions import session_snapshot
+from annotate.services.sessions import _advance_after_verdict
+from annotate.verification import verify
+from models_runtime import (
+    GenerationSettings,
+    ImagePart,
+    Message,
+    ModelRequest,
+    PermanentModelError,
+    TaskContext,
+)
+from models_runtime.registry import get_backend
+
+logger = logging.getLogger(__name__)
+
+
+class ClaimLost(Exception):
+    """Another worker took this round over (ours was presumed dead)."""
+
+
+def round_claim(*, round_id: int, claim_token: str) -> bool:
+    claimable = Q(generation_status=Round.Generation.QUEUED) | Q(
+        generation_status=Round.Generation.RUNNING, claim_token=claim_token
+    )
+    return bool(
+        Round.objects.filter(claimable, pk=round_id).update(
+            generation_status=Round.Generation.RUNNING,
+            claim_token=claim_token,
+            attempts=F("attempts") + 1,
+            started_at=timezone.now(),
+            heartbeat_at=timezone.now(),
+            answer_text="",
+            stream_seq=0,
+            error="",
+        )
+    )
+
+
+def build_request(rnd: Round) -> ModelRequest:
+    session = rnd.session
+    task = session.task
+    templates = templates_for(session.batch.prompt_templates)
+    previous = list(session.rounds.filter(index__lte=rnd.index).order_by("index"))
+    turns = conversation(
+        round0=round0_text(question=task.question, options=task.options, answer_type=task.answer_type,
+                           templates=templates),
+        rounds=[RoundTurn(r.feedback_to_model, r.answer_text) for r in previous],
+        templates=templates,
+    )
+    images = [ImagePart(ti.blob.file.open("rb").read()) for ti in task.task_images.select_related("blob")]
+    messages = []
+    for position, (role, text) in enumerate(turns):
+        content = (*images, text) if position == 0 and images else (text,)
+        messages.append(Message(role=role, content=tuple(content)))
+    recorded = task.recorded_answers.get(session.model_config.name, []) if task.recorded_answers else []
+    return ModelRequest(
+        messages=tuple(messages),
+        settings=GenerationSettings.from_dict(session.model_config.generation),
+        context=TaskContext(
+            task_id=task.external_id,
+            round_index=rnd.index,
+            answer_type=task.answer_type,
+            options=tuple(task.options or ()),
+            ground_truth=task.ground_truth,
+            recorded_answers=tuple(recorded),
+        ),
+    )
+
+
+def _save_partial(rnd: Round, claim_token: str, text: str, seq: int) -> None:
+    saved = Round.objects.filter(pk=rnd.pk, claim_token=claim_token).update(
+        answer_text=text, stream_seq=seq, heartbeat_at=timezone.now()
+    )
+    if not saved:
+        raise ClaimLost(f"round {rnd.pk} was claimed by another worker")
+
+
+def round_generate(*, round_id: int, claim_token: str) -> None:
+    """Generate one round. Transient model errors propagate (the Celery task retries them)."""
+    if not round_claim(round_id=round_id, claim_token=claim_token):
+        logger.info("round %s: nothing to do (finished or claimed elsewhere)", round_id)
+        return
+    rnd = Round.objects.select_related("session__task", "session__batch", "session__model_config").get(pk=round_id)
+    session = rnd.session
+    config = session.model_config
+    try:
+        request = build_request(rnd)
+        backend = get_backend(config.backend, config.backend_settings)
+        stream = backend.stream(request)
+        parts: list[str] = []
+        last_save = time.monotonic()
+        for seq, chunk in enumerate(stream, start=1):
+            parts.append(chunk)
+            realtime.publish_chunk(session.id, rnd.index, seq, chunk)
+            if time.monotonic() - last_save >= settings.STREAM_SAVE_INTERVAL_SECONDS:
+                _save_partial(rnd, claim_token, "".join(parts), seq)
+                last_save = time.monotonic()
+        result = stream.result
+    except PermanentModelError as error:
+        round_fail(round_id=rnd.id, claim_token=claim_token, message=str(error))
+        return
+    round_finish(round_id=rnd.id, claim_token=claim_token, result=result, seq=len(parts))
+
+
+def round_finish(*, round_id: int, claim_token: str, result, seq: int) -> None:
+    with transaction.atomic():
+        session_id = Round.objects.values_list("session_id", flat=True).get(pk=round_id)
+        session = Session.objects.select_for_update().select_related("task", "batch").get(pk=session_id)
+        rnd = Round.objects.get(pk=round_id)
+        if rnd.claim_token != claim_token or rnd.generation_status != Round.Generation.RUNNING:
+            raise ClaimLost(f"round {round_id} is no longer ours")
+        task = session.task
+        checked = verify(task.answer_type, result.text, task.ground_truth, task.options)
+        rnd.answer_text = result.text
+        rnd.stream_seq = seq
+        rnd.extracted_answer = checked.extracted[:500]
+        rnd.auto_verdict = checked.verdict
+        rnd.final_verdict = checked.verdict
+        rnd.verdict_source = Round.VerdictSource.AUTO if checked.verdict is not None else ""
+        rnd.generation_status = Round.Generation.DONE
+        rnd.finished_at = timezone.now()
+        rnd.latency_ms = round(result.latency * 1000)
+        rnd.first_token_ms = round(result.time_to_first_token * 1000) if result.time_to_first_token else None
+        rnd.prompt_tokens = result.prompt_tokens
+        rnd.completion_tokens = result.completion_tokens
+        rnd.save()
+        if checked.verdict is None:
+            session.status = Session.Status.AWAITING_VERDICT
+            session.save(update_fields=["status"])
+        else:
+            _advance_after_verdict(session, rnd)
+        transaction.on_commit(lambda: publish_session(session_id))
+
+
+def round_fail(*, round_id: int, claim_token: str, message: str) -> None:
+    with transaction.atomic():
+        updated = Round.objects.filter(pk=round_id, claim_token=claim_token).update(
+            generation_status=Round.Generation.FAILED, error=message[:2000], finished_at=timezone.now()
+        )
+        if not updated:
+            return
+        session_id = Round.objects.values_list("session_id", flat=True).get(pk=round_id)
+        Session.objects.filter(pk=session_id).update(status=Session.Status.FAILED)
+        transaction.on_commit(lambda: publish_session(session_id))
+
+
+def publish_session(session_id: int) -> None:
+    from annotate.selectors.sessions import _session_queryset
+
+    session = _session_queryset().get(pk=session_id)
+    realtime.publish_snapshot(session_id, session_snapshot(session))

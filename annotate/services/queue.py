@@ -1,0 +1,128 @@
+"""The next-item queue: hands (task, model) work items to annotators until each has K completed sessions.
+
+Reservation is a row lock taken with ``select_for_update(skip_locked=True)`` plus a short lease renewed by the
+page's heartbeat; expired leases go back to the pool.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from annotate.models import Assignment, Batch, Session, User, WorkItem
+
+
+def _lease_end():
+    return timezone.now() + timedelta(seconds=settings.ASSIGNMENT_LEASE_SECONDS)
+
+
+def work_items_create_for_batch(*, batch: Batch) -> int:
+    """One work item per (task, model) of an InterFeedback batch; existing pairs are kept."""
+    existing = set(WorkItem.objects.filter(batch=batch).values_list("task_id", "model_config_id"))
+    model_ids = list(batch.models_to_evaluate.order_by("id").values_list("id", flat=True))
+    task_ids = list(batch.tasks.values_list("id", flat=True))
+    # Model-major order: with equal progress the queue serves the first model's pairs first.
+    new = [
+        WorkItem(batch=batch, task_id=task_id, model_config_id=model_id)
+        for model_id in model_ids
+        for task_id in task_ids
+        if (task_id, model_id) not in existing
+    ]
+    WorkItem.objects.bulk_create(new, batch_size=5000)
+    return len(new)
+
+
+def assignments_expire(*, now=None) -> int:
+    """Return expired leases to the pool. Sessions already under way stay with their annotator."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        expired = list(
+            Assignment.objects.select_for_update(skip_locked=True)
+            .filter(status=Assignment.Status.ACTIVE, lease_expires_at__lt=now)
+            .values_list("id", "work_item_id")
+        )
+        if not expired:
+            return 0
+        Assignment.objects.filter(id__in=[a for a, _ in expired]).update(
+            status=Assignment.Status.EXPIRED, finished_at=now
+        )
+        for _, work_item_id in expired:
+            WorkItem.objects.filter(pk=work_item_id, active_count__gt=0).update(active_count=F("active_count") - 1)
+        Session.objects.filter(assignment_id__in=[a for a, _ in expired]).exclude(
+            status=Session.Status.COMPLETED
+        ).update(status=Session.Status.ABANDONED)
+    return len(expired)
+
+
+def assignment_current(*, annotator: User) -> Assignment | None:
+    return (
+        Assignment.objects.select_related("work_item", "session")
+        .filter(annotator=annotator, status=Assignment.Status.ACTIVE, lease_expires_at__gte=timezone.now())
+        .order_by("created_at")
+        .first()
+    )
+
+
+def assignment_renew(*, assignment: Assignment) -> None:
+    Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.ACTIVE).update(
+        lease_expires_at=_lease_end()
+    )
+
+
+def _open_items(annotator: User, batch: Batch | None):
+    items = WorkItem.objects.filter(
+        batch__status=Batch.Status.READY,
+        batch__kind=Batch.Kind.INTERFEEDBACK,
+        completed_count__lt=F("batch__overlap") - F("active_count"),
+    ).filter(Q(pinned_to__isnull=True) | Q(pinned_to=annotator))
+    if batch is not None:
+        items = items.filter(batch=batch)
+    done = Assignment.objects.filter(annotator=annotator).values("work_item_id")
+    items = items.exclude(pk__in=done)
+    last = Assignment.objects.filter(annotator=annotator).order_by("-created_at").values("work_item__task_id")[:1]
+    last_task = list(last)
+    if last_task:
+        items = items.exclude(
+            Q(task_id=last_task[0]["work_item__task_id"]) & Q(batch__allow_same_task_back_to_back=False)
+        )
+    # Pinned items first, then breadth-first: the pairs closest to K completed sessions.
+    return items.order_by(F("pinned_to").asc(nulls_last=True), "-completed_count", "id")
+
+
+def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignment | None:
+    """Resume the annotator's active assignment, or reserve the next open work item and start its session."""
+    from annotate.services.sessions import session_start  # sessions imports queue for completion
+
+    current = assignment_current(annotator=annotator)
+    if current is not None and (batch is None or current.work_item.batch_id == batch.id):
+        assignment_renew(assignment=current)
+        return current
+    with transaction.atomic():
+        item = _open_items(annotator, batch).select_for_update(skip_locked=True, of=("self",)).first()
+        if item is None:
+            return None
+        WorkItem.objects.filter(pk=item.pk).update(active_count=F("active_count") + 1)
+        assignment = Assignment.objects.create(work_item=item, annotator=annotator, lease_expires_at=_lease_end())
+        session_start(assignment=assignment)
+    return assignment
+
+
+def assignment_complete(*, assignment_id: int) -> None:
+    updated = Assignment.objects.filter(pk=assignment_id, status=Assignment.Status.ACTIVE).update(
+        status=Assignment.Status.COMPLETED, finished_at=timezone.now()
+    )
+    work_item_id = Assignment.objects.filter(pk=assignment_id).values_list("work_item_id", flat=True).first()
+    if updated:
+        WorkItem.objects.filter(pk=work_item_id).update(
+            completed_count=F("completed_count") + 1, active_count=F("active_count") - 1
+        )
+    else:
+        # The lease had expired while the annotator finished: the work still counts.
+        WorkItem.objects.filter(pk=work_item_id).update(completed_count=F("completed_count") + 1)
+        Assignment.objects.filter(pk=assignment_id).update(
+            status=Assignment.Status.COMPLETED, finished_at=timezone.now()
+        )

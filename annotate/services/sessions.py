@@ -1,0 +1,172 @@
+"""Writes of the InterFeedback-Human session engine (SPEC §3).
+
+Everything the annotator typed is saved before the model is called; the model is called only from a Celery
+task dispatched on commit (never inside a web request).
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotate.errors import ApplicationError, Conflict
+from annotate.models import Assignment, ModelConfig, Round, Session
+from annotate.prompts import feedback_for_model, templates_for
+from annotate.verification import contains_ground_truth
+
+MAX_FEEDBACK_CHARS = 4000
+
+
+def _dispatch_generation(round_id: int, config: ModelConfig) -> None:
+    """Queue the model call after commit, on the config's model queue and with its time limits."""
+    from annotate.tasks import round_generate  # tasks import services; keep the cycle lazy
+
+    options = {"queue": config.queue_name, "soft_time_limit": config.soft_time_limit, "time_limit": config.time_limit}
+    transaction.on_commit(lambda: round_generate.apply_async(args=[round_id], **options))
+
+
+def session_start(*, assignment: Assignment) -> Session:
+    """Create the session of a fresh assignment and queue round 0 (the model answers the bare question)."""
+    item = assignment.work_item
+    session = Session.objects.create(
+        batch_id=item.batch_id,
+        task_id=item.task_id,
+        model_config_id=item.model_config_id,
+        annotator_id=assignment.annotator_id,
+        assignment=assignment,
+        status=Session.Status.GENERATING,
+    )
+    rnd = Round.objects.create(session=session, index=0)
+    _dispatch_generation(rnd.id, session.model_config)
+    return session
+
+
+def _lock_session(session_id: int) -> Session:
+    return Session.objects.select_for_update().select_related("task", "batch", "model_config").get(pk=session_id)
+
+
+def round_submit_feedback(
+    *,
+    session_id: int,
+    feedback: str,
+    client_request_id: str,
+    confirm_leak: bool = False,
+    typing_ms: int | None = None,
+) -> Round:
+    """Save the annotator's feedback as the next round and queue the model's re-answer.
+
+    Idempotent on ``client_request_id``: a retried or double-clicked submit returns the round already made.
+    In rounds before the last, feedback that gives the ground truth away needs ``confirm_leak``.
+    """
+    feedback = (feedback or "").strip()
+    if not client_request_id or len(client_request_id) > 64:
+        raise ApplicationError("client_request_id is required (at most 64 characters).", code="bad_request_id")
+    with transaction.atomic():
+        session = _lock_session(session_id)
+        existing = Round.objects.filter(session=session, client_request_id=client_request_id).first()
+        if existing is not None:
+            return existing
+        if session.status != Session.Status.AWAITING_FEEDBACK:
+            raise Conflict(f"This session is not waiting for feedback (it is {session.get_status_display().lower()}).")
+        if not feedback:
+            raise ApplicationError("Feedback is empty: tell the model what is wrong.", code="empty_feedback")
+        if len(feedback) > MAX_FEEDBACK_CHARS:
+            raise ApplicationError(f"Feedback is too long ({len(feedback)} characters; at most {MAX_FEEDBACK_CHARS}).")
+        last = session.rounds.order_by("-index").first()
+        index = last.index + 1
+        max_rounds = session.batch.max_rounds
+        if index > max_rounds:
+            raise Conflict(f"All {max_rounds} feedback rounds are used.")
+        task = session.task
+        leak = index < max_rounds and contains_ground_truth(feedback, task.answer_type, task.ground_truth, task.options)
+        if leak and not confirm_leak:
+            raise ApplicationError(
+                "Your feedback seems to give away the correct answer, which must stay hidden until the last round. "
+                "Rephrase it, or confirm to send it anyway.",
+                code="ground_truth_leak",
+            )
+        templates = templates_for(session.batch.prompt_templates)
+        rnd = Round.objects.create(
+            session=session,
+            index=index,
+            feedback_text=feedback,
+            feedback_kind=Round.FeedbackKind.GROUND_TRUTH if index == max_rounds else Round.FeedbackKind.HUMAN,
+            feedback_to_model=feedback_for_model(
+                typed=feedback, round_index=index, max_rounds=max_rounds, ground_truth=task.ground_truth,
+                templates=templates,
+            ),
+            leak_flagged=leak,
+            client_request_id=client_request_id,
+            typing_ms=typing_ms,
+        )
+        session.status = Session.Status.GENERATING
+        session.feedback_draft = ""
+        session.save(update_fields=["status", "feedback_draft"])
+        _dispatch_generation(rnd.id, session.model_config)
+    return rnd
+
+
+def session_save_draft(*, session_id: int, draft: str) -> None:
+    """Autosave of the feedback box, so a reload or another device finds the typed text."""
+    Session.objects.filter(pk=session_id).exclude(status=Session.Status.COMPLETED).update(
+        feedback_draft=(draft or "")[:MAX_FEEDBACK_CHARS]
+    )
+
+
+def round_retry(*, session_id: int) -> Round:
+    """Queue a failed round again (the Retry button)."""
+    with transaction.atomic():
+        session = _lock_session(session_id)
+        rnd = session.rounds.order_by("-index").first()
+        if session.status != Session.Status.FAILED or rnd is None or rnd.generation_status != Round.Generation.FAILED:
+            raise Conflict("Only a failed model answer can be retried.")
+        Round.objects.filter(pk=rnd.pk).update(
+            generation_status=Round.Generation.QUEUED, error="", claim_token="", answer_text="", stream_seq=0
+        )
+        session.status = Session.Status.GENERATING
+        session.save(update_fields=["status"])
+        _dispatch_generation(rnd.id, session.model_config)
+    rnd.refresh_from_db()
+    return rnd
+
+
+def round_record_verdict(*, session_id: int, correct: bool) -> Round:
+    """The annotator's judgement for a ``manual`` task (the model's answer is right or wrong)."""
+    with transaction.atomic():
+        session = _lock_session(session_id)
+        if session.status != Session.Status.AWAITING_VERDICT:
+            raise Conflict("This session is not waiting for your verdict.")
+        rnd = session.rounds.order_by("-index").first()
+        rnd.final_verdict = bool(correct)
+        rnd.verdict_source = Round.VerdictSource.ANNOTATOR
+        rnd.save(update_fields=["final_verdict", "verdict_source"])
+        _advance_after_verdict(session, rnd)
+    return rnd
+
+
+def _advance_after_verdict(session: Session, rnd: Round) -> None:
+    """Correct → done at this round; wrong at the last round → never corrected; else wait for feedback."""
+    from annotate.services.queue import assignment_complete
+
+    if rnd.final_verdict:
+        session.status, session.corrected_round = Session.Status.COMPLETED, rnd.index
+    elif rnd.index >= session.batch.max_rounds:
+        session.status, session.corrected_round = Session.Status.COMPLETED, None
+    else:
+        session.status = Session.Status.AWAITING_FEEDBACK
+    if session.status == Session.Status.COMPLETED:
+        session.completed_at = timezone.now()
+        if session.assignment_id:
+            assignment_complete(assignment_id=session.assignment_id)
+        transaction.on_commit(lambda: _notify_completed(session.id))
+    session.save(update_fields=["status", "corrected_round", "completed_at"])
+
+
+def _notify_completed(session_id: int) -> None:
+    """Hook for aggregation: counters are updated when a session completes (evaluation app)."""
+    try:
+        from evaluation.tasks import outcome_record
+    except ImportError:  # evaluation's aggregation is optional for the engine
+        return
+    outcome_record.delay(session_id)
+

@@ -1,0 +1,31 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from annotate import apis, views
+
+api_patterns = [
+    path("next/", apis.NextItemApi.as_view(), name="api-next"),
+    path("sessions/<int:session_id>/", apis.SessionDetailApi.as_view(), name="api-session"),
+    path("sessions/<int:session_id>/feedback/", apis.SessionFeedbackApi.as_view(), name="api-session-feedback"),
+    path("sessions/<int:session_id>/draft/", apis.SessionDraftApi.as_view(), name="api-session-draft"),
+    path("sessions/<int:session_id>/retry/", apis.SessionRetryApi.as_view(), name="api-session-retry"),
+    path("sessions/<int:session_id>/verdict/", apis.SessionVerdictApi.as_view(), name="api-session-verdict"),
+    path("sessions/<int:session_id>/heartbeat/", apis.SessionHeartbeatApi.as_view(), name="api-session-heartbeat"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", include("evaluation.api_urls")),
+]
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("annotate/next/", views.next_item, name="next-item"),
+    path("annotate/sessions/<int:session_id>/", views.session_page, name="session-page"),
+    path("media-task/<str:sha256>", views.task_image, name="task-image"),
+    path("research/", include("evaluation.urls")),
+    path("api/", include(api_patterns)),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,3 @@
+"""Researcher API routes (mounted under /api/)."""
+
+urlpatterns: list = []

@@ -1,0 +1,156 @@
+"""A small table type and its renderers: CSV, Markdown, LaTeX (booktabs) and JSON.
+
+Cells are already-rounded values: `Decimal` prints exactly as rounded (21.3, never 21.299999),
+`None` marks an undefined cell and prints as "-" in the text formats (null in JSON).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Literal
+
+Cell = str | int | float | Decimal | None
+Format = Literal["csv", "md", "tex", "json"]
+FORMATS: tuple[str, ...] = ("csv", "md", "tex", "json")
+UNDEFINED = "-"
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if len(set(self.columns)) != len(self.columns):
+            raise ValueError(f"column names must be unique (JSON rows are keyed by them): {self.columns}")
+        for index, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ValueError(
+                    f"row {index} has {len(row)} cells but the table has {len(self.columns)} columns"
+                )
+
+
+def cell_text(cell: Cell) -> str:
+    if cell is None:
+        return UNDEFINED
+    if isinstance(cell, bool):
+        return "yes" if cell else "no"
+    if isinstance(cell, float):
+        return repr(cell)
+    return str(cell)
+
+
+def _is_number(cell: Cell) -> bool:
+    return isinstance(cell, int | float | Decimal) and not isinstance(cell, bool)
+
+
+def _numeric_columns(table: Table) -> list[bool]:
+    """A column is numeric when every defined cell in it is a number (used for right alignment)."""
+    flags = []
+    for index in range(len(table.columns)):
+        defined = [row[index] for row in table.rows if row[index] is not None]
+        flags.append(bool(defined) and all(_is_number(cell) for cell in defined))
+    return flags
+
+
+def to_csv(table: Table) -> str:
+    # Data only: a CSV consumer expects a header line, not a title or footnotes.
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(table.columns)
+    for row in table.rows:
+        writer.writerow([cell_text(cell) for cell in row])
+    return buffer.getvalue()
+
+
+def _markdown_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(table: Table) -> str:
+    numeric = _numeric_columns(table)
+    lines = [f"**{_markdown_escape(table.title)}**", ""] if table.title else []
+    lines.append("| " + " | ".join(_markdown_escape(c) for c in table.columns) + " |")
+    lines.append("|" + "|".join("---:" if is_num else "---" for is_num in numeric) + "|")
+    for row in table.rows:
+        lines.append("| " + " | ".join(_markdown_escape(cell_text(cell)) for cell in row) + " |")
+    if table.notes:
+        lines.append("")
+        lines.extend(_markdown_escape(note) for note in table.notes)
+    return "\n".join(lines) + "\n"
+
+
+_LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    # One pass over characters, so the braces we insert are never escaped again.
+    return "".join(_LATEX_SPECIALS.get(char, char) for char in text)
+
+
+def to_latex(table: Table) -> str:
+    numeric = _numeric_columns(table)
+    alignment = "".join("r" if is_num else "l" for is_num in numeric)
+    lines = [r"\begin{table}[t]", r"\centering"]
+    if table.title:
+        lines.append(r"\caption{" + latex_escape(table.title) + "}")
+    lines.append(r"\begin{tabular}{" + alignment + "}")
+    lines.append(r"\toprule")
+    lines.append(" & ".join(latex_escape(c) for c in table.columns) + r" \\")
+    lines.append(r"\midrule")
+    for row in table.rows:
+        lines.append(" & ".join(latex_escape(cell_text(cell)) for cell in row) + r" \\")
+    lines.append(r"\bottomrule")
+    lines.append(r"\end{tabular}")
+    for note in table.notes:
+        lines.append(r"\par\smallskip{\footnotesize " + latex_escape(note) + "}")
+    lines.append(r"\end{table}")
+    return "\n".join(lines) + "\n"
+
+
+def _json_cell(cell: Cell) -> str | int | float | None:
+    # A Decimal rounded to a few digits converts to the float whose repr is the same digits.
+    if isinstance(cell, Decimal):
+        return int(cell) if cell.as_tuple().exponent >= 0 else float(cell)
+    return cell
+
+
+def to_json(table: Table) -> str:
+    document = {
+        "title": table.title,
+        "columns": table.columns,
+        "rows": [
+            {column: _json_cell(cell) for column, cell in zip(table.columns, row, strict=True)}
+            for row in table.rows
+        ],
+        "notes": table.notes,
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+_RENDERERS = {"csv": to_csv, "md": to_markdown, "tex": to_latex, "json": to_json}
+
+
+def render(table: Table, fmt: str) -> str:
+    try:
+        renderer = _RENDERERS[fmt]
+    except KeyError:
+        raise ValueError(f"unknown table format {fmt!r}; expected one of {', '.join(FORMATS)}") from None
+    return renderer(table)

@@ -1,0 +1,175 @@
+"""The one interface every backend implements: ``backend.stream(request)`` yields text chunks,
+then ``stream.result`` holds the final text, token counts and timings."""
+
+from __future__ import annotations
+
+import io
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ModelError(Exception):
+    """Base of the two errors a backend may raise."""
+
+
+class TransientModelError(ModelError):
+    """Worth retrying: timeouts, 429, 5xx, connection errors, a busy GPU."""
+
+
+class PermanentModelError(ModelError):
+    """Retrying will not help: bad model name, bad key, missing checkpoint, unsupported input."""
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image in a chat message, as encoded bytes (PNG/JPEG) or a PIL image."""
+
+    data: Any  # bytes | PIL.Image.Image
+
+    def to_pil(self):
+        from PIL import Image
+
+        if isinstance(self.data, bytes | bytearray):
+            return Image.open(io.BytesIO(self.data)).convert("RGB")
+        return self.data.convert("RGB")
+
+    def to_png_bytes(self) -> bytes:
+        if isinstance(self.data, bytes | bytearray):
+            return bytes(self.data)
+        buf = io.BytesIO()
+        self.data.save(buf, format="PNG")
+        return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat turn. ``content`` is a list of ``str`` (text) and ``ImagePart`` items, in order."""
+
+    role: str  # "system" | "user" | "assistant"
+    content: tuple[str | ImagePart, ...]
+
+    @classmethod
+    def text(cls, role: str, text: str) -> Message:
+        return cls(role=role, content=(text,))
+
+    @property
+    def text_content(self) -> str:
+        return "\n".join(part for part in self.content if isinstance(part, str))
+
+    @property
+    def images(self) -> list[ImagePart]:
+        return [part for part in self.content if isinstance(part, ImagePart)]
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> GenerationSettings:
+        data = dict(data or {})
+        unknown = set(data) - {"max_new_tokens", "temperature", "top_p", "seed", "stop"}
+        if unknown:
+            raise PermanentModelError(f"unknown generation setting(s): {', '.join(sorted(unknown))}")
+        if "stop" in data:
+            data["stop"] = tuple(data["stop"] or ())
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """What the offline backends (``simulated``, ``replay``) may know about the task.
+
+    Real backends ignore it. ``ground_truth`` is here only so the simulated student can play its part;
+    it is never put into a prompt by the runtime.
+    """
+
+    task_id: str = ""
+    round_index: int = 0
+    answer_type: str = "text"
+    options: tuple[str, ...] = ()
+    ground_truth: str = ""
+    recorded_answers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    messages: tuple[Message, ...]
+    settings: GenerationSettings = field(default_factory=GenerationSettings)
+    context: TaskContext = field(default_factory=TaskContext)
+
+
+@dataclass
+class ModelResult:
+    text: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    time_to_first_token: float | None = None  # seconds from the call to the first chunk
+    latency: float = 0.0  # seconds from the call to the last chunk
+
+
+class Stream:
+    """Iterate for text chunks; once exhausted, ``result`` holds the final ModelResult.
+
+    Backends yield chunks from ``_chunks`` and may set ``usage`` (prompt, completion tokens) on the stream.
+    """
+
+    def __init__(self, chunks: Iterator[str]):
+        self._chunks = chunks
+        self._started = time.perf_counter()
+        self._parts: list[str] = []
+        self._first: float | None = None
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.result: ModelResult | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        for chunk in self._chunks:
+            if not chunk:
+                continue
+            if self._first is None:
+                self._first = time.perf_counter() - self._started
+            self._parts.append(chunk)
+            yield chunk
+        self.result = ModelResult(
+            text="".join(self._parts),
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            time_to_first_token=self._first,
+            latency=time.perf_counter() - self._started,
+        )
+
+    def collect(self) -> ModelResult:
+        """Drain the stream and return the final result."""
+        for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+
+class Backend(ABC):
+    """A model behind the streaming interface. One instance per (backend, settings); reused across calls."""
+
+    name: str = ""
+
+    def __init__(self, settings: dict | None = None):
+        self.settings = dict(settings or {})
+
+    def stream(self, request: ModelRequest) -> Stream:
+        stream = Stream(iter(()))
+        stream._chunks = self._chunks(request, stream)
+        return stream
+
+    @abstractmethod
+    def _chunks(self, request: ModelRequest, stream: Stream) -> Iterator[str]:
+        """Yield text chunks; set ``stream.prompt_tokens`` / ``stream.completion_tokens`` when known."""
+
+    def close(self) -> None:
+        """Release memory (GPU, connections). Called when a config changes or the worker stops."""

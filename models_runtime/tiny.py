@@ -1,0 +1,168 @@
+"""Tiny models with random weights, built locally for tests and the demo (no network, no hub).
+
+They answer gibberish, but they go through the real ``from_pretrained`` / processor / ``generate`` path,
+so everything around a real checkpoint is exercised. Each is well under a few MB.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Lines the tokenizer is trained on: enough to learn some merges for the words the app uses.
+TRAINING_TEXT = [
+    "What is shown in the image? Answer with the letter of the correct option.",
+    "The answer is A. The answer is B. The answer is C. The answer is D.",
+    "Look at the picture again: count the objects and give a number.",
+    "That is not correct. Think about the colours and the shapes once more.",
+    "Answer: 42. Answer: yes. Answer: no. Answer: a red circle and a blue square.",
+    "Thanks for the feedback, I reconsidered the question and the options.",
+    "system user assistant hint feedback round task question image",
+]
+
+SPECIAL_TOKENS = ["<unk>", "<s>", "</s>", "<pad>", "<image>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+
+# Content may be a plain string (text-only models) or a list of parts, as processors expect.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "<|{{ message['role'] }}|>\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image>\n"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}"
+    "<|end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+IMAGE_SIZE = 32
+PATCH_SIZE = 8
+
+
+def build_tokenizer(vocab_size: int = 384):
+    """A byte-level BPE tokenizer trained on TRAINING_TEXT, wrapped for transformers."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    # Byte-level: any text (and any generated id) round-trips, so random weights never hit <unk>.
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(TRAINING_TEXT, trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        additional_special_tokens=SPECIAL_TOKENS[4:],
+        chat_template=CHAT_TEMPLATE,
+        padding_side="left",
+    )
+
+
+def _tiny_llama_config(tokenizer, seed: int):
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+
+
+def _unprintable_token_ids(tokenizer) -> list[int]:
+    """Ids that decode to control characters, partial UTF-8 bytes or special tokens (other than EOS)."""
+    ids = []
+    for token_id in range(len(tokenizer)):
+        if token_id == tokenizer.eos_token_id:
+            continue
+        text = tokenizer.decode([token_id])
+        if token_id in tokenizer.all_special_ids or not all((ch.isprintable() and ch != "\ufffd") or ch in " \n" for ch in text):
+            ids.append(token_id)
+    return ids
+
+
+def _set_generation_defaults(model, tokenizer) -> None:
+    config = model.generation_config
+    config.bos_token_id = tokenizer.bos_token_id
+    config.eos_token_id = tokenizer.eos_token_id
+    config.pad_token_id = tokenizer.pad_token_id
+    # Random weights babble; keep the babble printable so the demo and logs stay readable.
+    config.suppress_tokens = _unprintable_token_ids(tokenizer)
+
+
+def build_tiny_causal_lm(path: str | os.PathLike, seed: int = 0) -> str:
+    """Save a text-only tiny Llama causal LM and its tokenizer (with chat template) under ``path``."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    tokenizer = build_tokenizer()
+    model = LlamaForCausalLM(_tiny_llama_config(tokenizer, seed))
+    _set_generation_defaults(model, tokenizer)
+    os.makedirs(path, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def build_tiny_llava(path: str | os.PathLike, seed: int = 0) -> str:
+    """Save a LLaVA-style image-text-to-text model (tiny CLIP vision tower + tiny Llama) and its processor."""
+    import torch
+    from transformers import CLIPVisionConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    torch.manual_seed(seed)
+    tokenizer = build_tokenizer()
+    vision_config = CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=IMAGE_SIZE,
+        patch_size=PATCH_SIZE,
+        projection_dim=32,
+    )
+    config = LlavaConfig(
+        vision_config=vision_config,
+        text_config=_tiny_llama_config(tokenizer, seed),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+    )
+    model = LlavaForConditionalGeneration(config)
+    _set_generation_defaults(model, tokenizer)
+
+    image_processor = CLIPImageProcessorPil(
+        size={"shortest_edge": IMAGE_SIZE},
+        crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+    )
+    processor = LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=PATCH_SIZE,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,  # CLIP's CLS token, dropped again by the "default" strategy
+        chat_template=CHAT_TEMPLATE,
+    )
+    os.makedirs(path, exist_ok=True)
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    return str(path)
