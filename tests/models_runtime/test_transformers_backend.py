@@ -1,0 +1,232 @@
+"""The transformers backend on tiny random-weight checkpoints, loaded through the real from_pretrained path."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+import torch
+
+from models_runtime import (
+    GenerationSettings,
+    ImagePart,
+    Message,
+    ModelRequest,
+    PermanentModelError,
+)
+from models_runtime.backends.transformers import TransformersBackend
+from models_runtime.registry import get_backend
+
+
+def ask(text: str, *images, **generation) -> ModelRequest:
+    content = (*(ImagePart(image) for image in images), text)
+    generation.setdefault("max_new_tokens", 24)
+    return ModelRequest(
+        messages=(Message.text("system", "Answer briefly."), Message("user", content)),
+        settings=GenerationSettings(**generation),
+    )
+
+
+@pytest.fixture(scope="module")
+def llava(tiny_llava_path) -> TransformersBackend:
+    backend = TransformersBackend({"path": tiny_llava_path, "device": "cpu"})
+    yield backend
+    backend.close()
+
+
+def test_tiny_checkpoints_are_small(tiny_llava_path, tiny_causal_path):
+    for path in (tiny_llava_path, tiny_causal_path):
+        size = sum(entry.stat().st_size for entry in os.scandir(path))
+        assert size < 3_000_000, (path, size)
+
+
+def test_llava_streams_text_only(llava):
+    stream = llava.stream(ask("What is shown?"))
+
+    chunks = list(stream)
+
+    assert (llava.device, llava.dtype, llava.multimodal) == ("cpu", "float32", True)
+    assert chunks and "".join(chunks) == stream.result.text
+    assert stream.result.text.strip()
+    assert stream.result.prompt_tokens > 5
+    assert 1 <= stream.result.completion_tokens <= 24
+    assert stream.result.time_to_first_token <= stream.result.latency
+
+
+def test_llava_takes_an_image_through_the_processor(llava, png_bytes):
+    text_only = llava.stream(ask("What is shown?")).collect()
+
+    stream = llava.stream(ask("What is shown?", png_bytes))
+    chunks = list(stream)
+
+    assert "".join(chunks) == stream.result.text
+    # The processor expands <image> to one token per vision patch: (32 / 8) ** 2 = 16.
+    assert stream.result.prompt_tokens - text_only.prompt_tokens >= 16
+    assert 1 <= stream.result.completion_tokens <= 24
+
+
+def test_greedy_is_deterministic_and_sampling_follows_the_seed(llava, png_bytes):
+    greedy = [llava.stream(ask("Count the shapes.", png_bytes)).collect().text for _ in range(2)]
+    sampled = [
+        llava.stream(ask("Count the shapes.", temperature=1.0, top_p=0.9, seed=7)).collect().text for _ in range(2)
+    ]
+
+    assert greedy[0] == greedy[1]
+    assert sampled[0] == sampled[1]
+
+
+def test_max_new_tokens_is_honoured(llava):
+    result = llava.stream(ask("Tell me everything.", max_new_tokens=3)).collect()
+
+    assert 1 <= result.completion_tokens <= 3
+
+
+def test_text_is_cut_at_a_stop_string(llava):
+    full = llava.stream(ask("What is shown?", max_new_tokens=32)).collect().text
+    assert len(full) > 12, full
+    stop = full[6:9]  # some text from the middle of the greedy answer
+    expected = full[: full.find(stop)]
+
+    stream = llava.stream(ask("What is shown?", max_new_tokens=32, stop=[stop]))
+    chunks = list(stream)
+
+    assert stream.result.text == "".join(chunks) == expected
+
+
+def test_an_abandoned_stream_does_not_block_the_next_request(llava):
+    stream = llava.stream(ask("First question.", max_new_tokens=32))
+    next(iter(stream))
+    stream._chunks.close()  # the caller walks away mid-answer
+
+    result = llava.stream(ask("Second question.", max_new_tokens=8)).collect()
+
+    assert 1 <= result.completion_tokens <= 8
+
+
+def test_four_concurrent_requests_get_the_same_answers_as_sequential_ones(tiny_llava_path, png_bytes):
+    backend = get_backend("transformers", {"path": tiny_llava_path, "device": "cpu"})
+    requests = [
+        ask(f"Question number {index}?", *([png_bytes] if index % 2 else []), max_new_tokens=16) for index in range(4)
+    ]
+    expected = [backend.stream(request).collect().text for request in requests]
+    results: dict[int, str] = {}
+    errors: list[BaseException] = []
+
+    def worker(index: int) -> None:
+        try:
+            same_backend = get_backend("transformers", {"device": "cpu", "path": tiny_llava_path})
+            assert same_backend is backend
+            stream = same_backend.stream(requests[index])
+            results[index] = "".join(stream)
+            assert results[index] == stream.result.text
+        except BaseException as exc:  # reported below, in the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(index,)) for index in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert errors == []
+    assert [results[index] for index in range(4)] == expected
+
+
+def test_text_only_checkpoint_falls_back_to_a_causal_lm(tiny_causal_path, png_bytes):
+    backend = TransformersBackend({"path": tiny_causal_path})
+
+    stream = backend.stream(ask("Hello?", max_new_tokens=10))
+    chunks = list(stream)
+
+    assert (backend.device, backend.dtype, backend.multimodal) == ("cpu", "float32", False)
+    assert "".join(chunks) == stream.result.text
+    assert stream.result.prompt_tokens > 3 and 1 <= stream.result.completion_tokens <= 10
+    with pytest.raises(PermanentModelError, match="text-only.*1 image"):
+        backend.stream(ask("What is shown?", png_bytes)).collect()
+
+
+def test_missing_path_is_a_permanent_error_naming_it(tmp_path):
+    missing = tmp_path / "no-such-model"
+
+    with pytest.raises(PermanentModelError, match=str(missing)):
+        TransformersBackend({"path": str(missing)})
+    with pytest.raises(PermanentModelError, match='"path"'):
+        TransformersBackend({})
+
+
+@pytest.mark.parametrize("config_text", [None, "{not json", json.dumps({"model_type": "no-such-architecture"})])
+def test_bad_checkpoint_is_a_permanent_error_naming_the_path(tmp_path, config_text):
+    if config_text is not None:
+        (tmp_path / "config.json").write_text(config_text)
+
+    with pytest.raises(PermanentModelError, match=f"cannot load a transformers model from {tmp_path}"):
+        TransformersBackend({"path": str(tmp_path)})
+
+
+def test_checkpoint_without_weights_is_a_permanent_error(tiny_causal_path, tmp_path):
+    for name in os.listdir(tiny_causal_path):
+        if not name.endswith(".safetensors"):
+            (tmp_path / name).write_bytes((open(os.path.join(tiny_causal_path, name), "rb")).read())
+
+    with pytest.raises(PermanentModelError, match=str(tmp_path)):
+        TransformersBackend({"path": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"dtype": "int3"}, "unknown dtype"),
+        ({"device": "tpu"}, "unknown device"),
+        ({"revision": "main"}, "unknown transformers setting"),
+    ],
+)
+def test_bad_settings(tiny_causal_path, settings, message):
+    with pytest.raises(PermanentModelError, match=message):
+        TransformersBackend({"path": tiny_causal_path, **settings})
+
+
+def test_close_frees_the_model(tiny_causal_path):
+    backend = TransformersBackend({"path": tiny_causal_path})
+
+    backend.close()
+
+    assert backend.model is None
+    with pytest.raises(PermanentModelError, match="closed"):
+        backend.stream(ask("Hello?")).collect()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only error")
+def test_asking_for_cuda_without_a_gpu_is_a_permanent_error(tiny_causal_path):
+    with pytest.raises(PermanentModelError, match="CUDA is not available"):
+        TransformersBackend({"path": tiny_causal_path, "device": "cuda"})
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_auto_picks_cuda_and_bfloat16_and_serves_four_concurrent_requests(tiny_llava_path, png_bytes):
+    backend = get_backend("transformers", {"path": tiny_llava_path})
+    assert (backend.device, backend.dtype) == ("cuda", "bfloat16")
+    assert next(backend.model.parameters()).device.type == "cuda"
+    assert next(backend.model.parameters()).dtype == torch.bfloat16
+    results: list = [None] * 4
+    errors: list[BaseException] = []
+
+    def worker(index: int) -> None:
+        try:
+            request = ask(f"Question {index}?", *([png_bytes] if index % 2 else []), max_new_tokens=16)
+            stream = backend.stream(request)
+            chunks = list(stream)
+            assert "".join(chunks) == stream.result.text
+            results[index] = stream.result
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(index,)) for index in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert errors == []
+    assert all(result is not None and 1 <= result.completion_tokens <= 16 for result in results)
