@@ -81,6 +81,7 @@ class Batch(models.Model):
     class Kind(models.TextChoices):
         INTERFEEDBACK = "interfeedback", "InterFeedback-Human"
         FIRE = "fire", "FIRE conversation rating"
+        PREFERENCE = "preference", "Preference rating (MM-RLHF style)"
 
     class Status(models.TextChoices):
         IMPORTING = "importing", "Importing"
@@ -166,10 +167,14 @@ class TaskImage(models.Model):
 
 
 class WorkItem(models.Model):
-    """One unit the queue hands out K times: a (task, model) pair of an InterFeedback batch."""
+    """One unit the queue hands out K times: a (task, model) pair of an InterFeedback batch, or a conversation
+    of a FIRE (or preference) batch. Exactly one of ``task`` and ``conversation`` is set."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="work_items")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="work_items")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="work_items", null=True, blank=True)
+    conversation = models.ForeignKey(
+        "Conversation", on_delete=models.CASCADE, related_name="work_items", null=True, blank=True
+    )
     model_config = models.ForeignKey(ModelConfig, on_delete=models.PROTECT, related_name="+", null=True)
     completed_count = models.PositiveIntegerField(default=0)
     active_count = models.PositiveIntegerField(default=0)
@@ -179,7 +184,15 @@ class WorkItem(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["batch", "task", "model_config"], name="work_item_unique_pair")
+            models.UniqueConstraint(fields=["batch", "task", "model_config"], name="work_item_unique_pair"),
+            models.UniqueConstraint(
+                fields=["conversation"], condition=Q(conversation__isnull=False), name="work_item_unique_conversation"
+            ),
+            models.CheckConstraint(
+                condition=Q(task__isnull=False, conversation__isnull=True)
+                | Q(task__isnull=True, conversation__isnull=False),
+                name="work_item_task_xor_conversation",
+            ),
         ]
         indexes = [models.Index(fields=["batch", "completed_count", "active_count"], name="work_item_open")]
 
@@ -352,3 +365,112 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+
+
+# --- FIRE conversation rating (and MM-RLHF-style preference rating) ----------------------------------------------
+
+
+def _score_range(field: str) -> Q:
+    return Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__gte": 1, f"{field}__lte": 5})
+
+
+class Conversation(models.Model):
+    """An imported FIRE student–teacher conversation (or, in a preference batch, a question with candidates)."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="conversations")
+    external_id = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the imported file")
+    image = models.ForeignKey(ImageBlob, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    image_name = models.CharField(max_length=500, blank=True, help_text="The image path as given in the file")
+    question = models.TextField()
+    ground_truth = models.TextField(blank=True)
+    source = models.CharField(max_length=200, blank=True)
+    split = models.CharField(max_length=100, blank=True)
+    round = models.PositiveSmallIntegerField(null=True, blank=True, help_text="FIRE's `round` field")
+    original_scores = models.JSONField(default=list, blank=True, help_text="FIRE's `score` field (teacher scores)")
+    metadata = models.JSONField(default=dict, blank=True, help_text="Fields of the record not mapped above")
+    content_hash = models.CharField(max_length=64, blank=True, help_text="Re-imports compare against it")
+
+    class Meta:
+        ordering = ["batch_id", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "external_id"], name="conversation_unique_external_id")
+        ]
+        indexes = [
+            models.Index(fields=["batch", "split"], name="conversation_by_split"),
+            models.Index(fields=["batch", "source"], name="conversation_by_source"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.batch_id}:{self.external_id}"
+
+
+class Turn(models.Model):
+    class Role(models.TextChoices):
+        STUDENT = "student", "Student"
+        TEACHER = "teacher", "Teacher"
+        MODEL = "model", "Model (preference candidate)"
+
+    class Kind(models.TextChoices):
+        RESPONSE = "response", "Response"
+        FEEDBACK = "feedback", "Feedback"
+        CANDIDATE = "candidate", "Candidate response"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    index = models.PositiveSmallIntegerField()
+    role = models.CharField(max_length=8, choices=Role.choices)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    text = models.TextField()
+    # FIRE: every teacher feedback and every student response after the first; preference: every candidate.
+    is_rateable = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["conversation_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["conversation", "index"], name="turn_unique_index")]
+
+
+class Rating(models.Model):
+    """One annotator's rating of one turn. Drafts (autosaved) have ``is_final`` off and may lack a score.
+
+    FIRE uses ``score`` (1–5) and ``comment``; preference batches use helpfulness / faithfulness / ethics (1–5)
+    with ``comment`` as the reason.
+    """
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="ratings")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="turn_ratings")
+    score = models.PositiveSmallIntegerField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    helpfulness = models.PositiveSmallIntegerField(null=True, blank=True)
+    faithfulness = models.PositiveSmallIntegerField(null=True, blank=True)
+    ethics = models.PositiveSmallIntegerField(null=True, blank=True)
+    is_final = models.BooleanField(default=False)
+    client_request_id = models.CharField(max_length=64, blank=True, help_text="Of the final submit")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["turn", "annotator"], name="rating_once_per_annotator"),
+            models.CheckConstraint(condition=_score_range("score"), name="rating_score_1_5"),
+            models.CheckConstraint(condition=_score_range("helpfulness"), name="rating_helpfulness_1_5"),
+            models.CheckConstraint(condition=_score_range("faithfulness"), name="rating_faithfulness_1_5"),
+            models.CheckConstraint(condition=_score_range("ethics"), name="rating_ethics_1_5"),
+        ]
+        indexes = [models.Index(fields=["annotator", "is_final"], name="rating_by_annotator")]
+
+
+class Ranking(models.Model):
+    """Preference batches: an annotator's ranking of a conversation's candidates, ties allowed (``1>2=3``)."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="rankings")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="rankings")
+    ranking = models.CharField(max_length=200, blank=True)
+    is_final = models.BooleanField(default=False)
+    client_request_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "annotator"], name="ranking_once_per_annotator")
+        ]

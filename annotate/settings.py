@@ -150,7 +150,8 @@ STORAGES = {
         else "whitenoise.storage.CompressedStaticFilesStorage"
     },
 }
-WHITENOISE_USE_FINDERS = DEBUG
+# Serve static files straight from the source folders (no collectstatic) in DEBUG and in the test suite.
+WHITENOISE_USE_FINDERS = DEBUG or env_bool("STATIC_FROM_FINDERS", False)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

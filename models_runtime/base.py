@@ -131,13 +131,17 @@ class Stream:
         self.result: ModelResult | None = None
 
     def __iter__(self) -> Iterator[str]:
-        for chunk in self._chunks:
-            if not chunk:
-                continue
-            if self._first is None:
-                self._first = time.perf_counter() - self._started
-            self._parts.append(chunk)
-            yield chunk
+        try:
+            for chunk in self._chunks:
+                if not chunk:
+                    continue
+                if self._first is None:
+                    self._first = time.perf_counter() - self._started
+                self._parts.append(chunk)
+                yield chunk
+        finally:
+            # Also when the caller stops early (break, exception, time limit): the backend stops at once.
+            self.close()
         self.result = ModelResult(
             text="".join(self._parts),
             prompt_tokens=self.prompt_tokens,
@@ -145,6 +149,12 @@ class Stream:
             time_to_first_token=self._first,
             latency=time.perf_counter() - self._started,
         )
+
+    def close(self) -> None:
+        """Stop early: the backend stops generating or drops its connection. ``result`` stays None."""
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
 
     def collect(self) -> ModelResult:
         """Drain the stream and return the final result."""
@@ -171,5 +181,5 @@ class Backend(ABC):
     def _chunks(self, request: ModelRequest, stream: Stream) -> Iterator[str]:
         """Yield text chunks; set ``stream.prompt_tokens`` / ``stream.completion_tokens`` when known."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: most backends hold nothing to release
         """Release memory (GPU, connections). Called when a config changes or the worker stops."""

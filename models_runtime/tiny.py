@@ -19,7 +19,17 @@ TRAINING_TEXT = [
     "system user assistant hint feedback round task question image",
 ]
 
-SPECIAL_TOKENS = ["<unk>", "<s>", "</s>", "<pad>", "<image>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+SPECIAL_TOKENS = [
+    "<unk>",
+    "<s>",
+    "</s>",
+    "<pad>",
+    "<image>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|end|>",
+]
 
 # Content may be a plain string (text-only models) or a list of parts, as processors expect.
 CHAT_TEMPLATE = (
@@ -68,7 +78,7 @@ def build_tokenizer(vocab_size: int = 384):
     )
 
 
-def _tiny_llama_config(tokenizer, seed: int):
+def _tiny_llama_config(tokenizer):
     from transformers import LlamaConfig
 
     return LlamaConfig(
@@ -93,7 +103,9 @@ def _unprintable_token_ids(tokenizer) -> list[int]:
         if token_id == tokenizer.eos_token_id:
             continue
         text = tokenizer.decode([token_id])
-        if token_id in tokenizer.all_special_ids or not all((ch.isprintable() and ch != "\ufffd") or ch in " \n" for ch in text):
+        if token_id in tokenizer.all_special_ids or not all(
+            (ch.isprintable() and ch != "\ufffd") or ch in " \n" for ch in text
+        ):
             ids.append(token_id)
     return ids
 
@@ -114,7 +126,7 @@ def build_tiny_causal_lm(path: str | os.PathLike, seed: int = 0) -> str:
 
     torch.manual_seed(seed)
     tokenizer = build_tokenizer()
-    model = LlamaForCausalLM(_tiny_llama_config(tokenizer, seed))
+    model = LlamaForCausalLM(_tiny_llama_config(tokenizer))
     _set_generation_defaults(model, tokenizer)
     os.makedirs(path, exist_ok=True)
     model.save_pretrained(path)
@@ -141,7 +153,7 @@ def build_tiny_llava(path: str | os.PathLike, seed: int = 0) -> str:
     )
     config = LlavaConfig(
         vision_config=vision_config,
-        text_config=_tiny_llama_config(tokenizer, seed),
+        text_config=_tiny_llama_config(tokenizer),
         image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
         image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
         vision_feature_select_strategy="default",

@@ -29,3 +29,39 @@ def api_client():
     from rest_framework.test import APIClient
 
     return APIClient()
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    from tests.stack import ensure_redis
+
+    return ensure_redis()
+
+
+@pytest.fixture(scope="session")
+def stack_logs(tmp_path_factory):
+    return tmp_path_factory.mktemp("stack-logs")
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker, redis_url, stack_logs):
+    """A real Celery worker process consuming the model queues, on the test database and a real Redis."""
+    from tests import stack
+
+    stack.purge_queues()
+    log = stack_logs / "worker.log"
+    worker = stack.start_worker(log)
+    stack.wait_worker_ready(log)
+    yield worker
+    stack.stop(worker)
+
+
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup, redis_url, stack_logs):
+    """daphne serving the ASGI app (HTTP + WebSockets) on the test database; yields its base URL."""
+    from tests import stack
+
+    port = stack.free_port()
+    server = stack.start_web(stack_logs / "web.log", port)
+    yield f"http://127.0.0.1:{port}"
+    stack.stop(server)

@@ -16,5 +16,7 @@ os.environ.setdefault("SESSION_COOKIE_SECURE", "0")
 os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
 os.environ.setdefault("FEEDBACK_LAB_VAR_DIR", str(ROOT / "var" / "test"))
 os.environ.setdefault("LOG_LEVEL", "WARNING")
+os.environ.setdefault("STATIC_FROM_FINDERS", "1")
+(Path(os.environ["FEEDBACK_LAB_VAR_DIR"]) / "staticfiles").mkdir(parents=True, exist_ok=True)
 # Playwright's sync API runs an event loop in the test thread; the ORM calls around it are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import io
 import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from PIL import Image, UnidentifiedImageError
 
 from annotate.models import ImageBlob
@@ -50,14 +53,56 @@ def image_normalize(data: bytes) -> tuple[bytes, int, int]:
     return out.getvalue(), width, height
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedImage:
+    """A validated image, re-encoded, with the content hash it will be stored under."""
+
+    sha256: str
+    png: bytes
+    width: int
+    height: int
+
+
+def image_prepare(data: bytes) -> PreparedImage:
+    png, width, height = image_normalize(data)
+    return PreparedImage(hashlib.sha256(png).hexdigest(), png, width, height)
+
+
+def _blob_name(digest: str) -> str:
+    return f"{ImageBlob._meta.get_field('file').upload_to}{digest[:2]}/{digest}.png"
+
+
 def image_store(*, data: bytes) -> ImageBlob:
     """Store a validated image once; the same content always maps to the same blob."""
-    png, width, height = image_normalize(data)
-    digest = hashlib.sha256(png).hexdigest()
-    blob = ImageBlob.objects.filter(sha256=digest).first()
+    image = image_prepare(data)
+    blob = ImageBlob.objects.filter(sha256=image.sha256).first()
     if blob is not None:
         return blob
-    blob = ImageBlob(sha256=digest, width=width, height=height, mime="image/png", size=len(png))
-    blob.file.save(f"{digest[:2]}/{digest}.png", ContentFile(png), save=False)
-    blob.save()
-    return blob
+    return ImageBlob.objects.get(pk=images_store_bulk([image])[image.sha256])
+
+
+def images_store_bulk(images: Iterable[PreparedImage], *, chunk: int = 2000) -> dict[str, int]:
+    """Store many prepared images with a few queries; returns sha256 -> blob id for all of them.
+
+    Files are content-addressed, so one left behind by a rolled-back import is simply reused next time.
+    """
+    by_digest = {image.sha256: image for image in images}
+    digests = list(by_digest)
+    ids: dict[str, int] = {}
+    for start in range(0, len(digests), chunk):
+        ids.update(ImageBlob.objects.filter(sha256__in=digests[start:start + chunk]).values_list("sha256", "id"))
+    new = []
+    for digest, image in by_digest.items():
+        if digest in ids:
+            continue
+        name = _blob_name(digest)
+        if not default_storage.exists(name):
+            name = default_storage.save(name, ContentFile(image.png))
+        new.append(ImageBlob(sha256=digest, file=name, width=image.width, height=image.height,
+                             mime="image/png", size=len(image.png)))
+    # ignore_conflicts: a concurrent import may store the same content first; either row is the right one.
+    ImageBlob.objects.bulk_create(new, batch_size=chunk, ignore_conflicts=True)
+    fresh = [blob.sha256 for blob in new]
+    for start in range(0, len(fresh), chunk):
+        ids.update(ImageBlob.objects.filter(sha256__in=fresh[start:start + chunk]).values_list("sha256", "id"))
+    return ids

@@ -20,8 +20,20 @@ def _lease_end():
     return timezone.now() + timedelta(seconds=settings.ASSIGNMENT_LEASE_SECONDS)
 
 
+# Batch kinds whose work the queue hands out: (task, model) pairs, or conversations to rate.
+QUEUED_KINDS = (Batch.Kind.INTERFEEDBACK, Batch.Kind.FIRE, Batch.Kind.PREFERENCE)
+CONVERSATION_KINDS = (Batch.Kind.FIRE, Batch.Kind.PREFERENCE)
+
+
 def work_items_create_for_batch(*, batch: Batch) -> int:
-    """One work item per (task, model) of an InterFeedback batch; existing pairs are kept."""
+    """One work item per (task, model) of an InterFeedback batch, or per conversation of a FIRE/preference
+    batch; existing items are kept."""
+    if batch.kind in CONVERSATION_KINDS:
+        existing = WorkItem.objects.filter(batch=batch, conversation__isnull=False).values("conversation_id")
+        conversation_ids = batch.conversations.exclude(id__in=existing).order_by("position", "id")
+        new_items = [WorkItem(batch=batch, conversation_id=cid) for cid in conversation_ids.values_list("id", flat=True)]
+        WorkItem.objects.bulk_create(new_items, batch_size=5000)
+        return len(new_items)
     existing = set(WorkItem.objects.filter(batch=batch).values_list("task_id", "model_config_id"))
     model_ids = list(batch.models_to_evaluate.order_by("id").values_list("id", flat=True))
     task_ids = list(batch.tasks.values_list("id", flat=True))
@@ -76,7 +88,7 @@ def assignment_renew(*, assignment: Assignment) -> None:
 def _open_items(annotator: User, batch: Batch | None):
     items = WorkItem.objects.filter(
         batch__status=Batch.Status.READY,
-        batch__kind=Batch.Kind.INTERFEEDBACK,
+        batch__kind__in=QUEUED_KINDS,
         completed_count__lt=F("batch__overlap") - F("active_count"),
     ).filter(Q(pinned_to__isnull=True) | Q(pinned_to=annotator))
     if batch is not None:
@@ -85,7 +97,7 @@ def _open_items(annotator: User, batch: Batch | None):
     items = items.exclude(pk__in=done)
     last = Assignment.objects.filter(annotator=annotator).order_by("-created_at").values("work_item__task_id")[:1]
     last_task = list(last)
-    if last_task:
+    if last_task and last_task[0]["work_item__task_id"] is not None:
         items = items.exclude(
             Q(task_id=last_task[0]["work_item__task_id"]) & Q(batch__allow_same_task_back_to_back=False)
         )
@@ -107,7 +119,8 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
             return None
         WorkItem.objects.filter(pk=item.pk).update(active_count=F("active_count") + 1)
         assignment = Assignment.objects.create(work_item=item, annotator=annotator, lease_expires_at=_lease_end())
-        session_start(assignment=assignment)
+        if item.task_id is not None:  # a conversation to rate needs no session
+            session_start(assignment=assignment)
     return assignment
 
 

@@ -68,7 +68,9 @@ class OpenAIBackend(Backend):
                 raise PermanentModelError(f'openai backend needs a "{key}" setting')
         self.base_url = str(self.settings["base_url"]).rstrip("/")
         if not self.base_url.startswith(("http://", "https://")):
-            raise PermanentModelError(f"openai base_url must start with http:// or https://, got {self.base_url!r}")
+            raise PermanentModelError(
+                f"openai base_url must start with http:// or https://, got {self.base_url!r}"
+            )
         self.model = str(self.settings["model"])
         self.api_key_env = self.settings.get("api_key_env") or None
         self.max_retries = int(self.settings.get("max_retries", 3))
@@ -174,7 +176,9 @@ class OpenAIBackend(Backend):
         if status in RETRY_STATUSES:
             raise _Retryable(f"{where}: {message}", _retry_after(response))
         hint = {
-            401: f" (check the API key in ${self.api_key_env})" if self.api_key_env else " (no api_key_env is set)",
+            401: f" (check the API key in ${self.api_key_env})"
+            if self.api_key_env
+            else " (no api_key_env is set)",
             404: f" (is the model name {self.model!r} served there?)",
         }.get(status, "")
         raise PermanentModelError(f"{where}: {message}{hint}")

@@ -18,7 +18,9 @@ class ReplayBackend(Backend):
         super().__init__(settings)
         unknown = set(self.settings) - {"chunk_delay"}
         if unknown:
-            raise PermanentModelError(f"unknown replay setting(s): {', '.join(sorted(unknown))}; known: chunk_delay")
+            raise PermanentModelError(
+                f"unknown replay setting(s): {', '.join(sorted(unknown))}; known: chunk_delay"
+            )
         self.chunk_delay = float(self.settings.get("chunk_delay", 0.02))
 
     def _chunks(self, request: ModelRequest, stream: Stream) -> Iterator[str]:

@@ -78,7 +78,9 @@ class SimulatedBackend(Backend):
             raise PermanentModelError(f'simulated setting "fail" must be "permanent" or absent, got {fail!r}')
         correct_from = self.settings.get("correct_from_round")
         if correct_from is not None and (isinstance(correct_from, bool) or not isinstance(correct_from, int)):
-            raise PermanentModelError(f'simulated setting "correct_from_round" must be an integer, got {correct_from!r}')
+            raise PermanentModelError(
+                f'simulated setting "correct_from_round" must be an integer, got {correct_from!r}'
+            )
         self.correct_from_round: int | None = correct_from
         self.chunk_delay = float(self.settings.get("chunk_delay", 0.02))
         self.fail_transient_times = int(self.settings.get("fail_transient_times", 0))

@@ -13,9 +13,23 @@ in a background thread feeding a ``TextIteratorStreamer``; a lock lets one reque
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections.abc import Iterator
+
+import torch
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoModelForImageTextToText,
+    AutoProcessor,
+    AutoTokenizer,
+    StoppingCriteria,
+    StoppingCriteriaList,
+    TextIteratorStreamer,
+)
+from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
 from models_runtime.base import (
     Backend,
@@ -36,8 +50,6 @@ class TransformersBackend(Backend):
 
     def __init__(self, settings: dict | None = None):
         super().__init__(settings)
-        import torch
-
         unknown = set(self.settings) - SETTINGS_KEYS
         if unknown:
             raise PermanentModelError(
@@ -45,12 +57,14 @@ class TransformersBackend(Backend):
             )
         path = self.settings.get("path")
         if not path:
-            raise PermanentModelError('transformers backend needs a "path" setting (a local checkpoint directory)')
+            raise PermanentModelError(
+                'transformers backend needs a "path" setting (a local checkpoint directory)'
+            )
         self.path = os.path.expanduser(str(path))
         # A missing directory would make from_pretrained treat the path as a hub id: refuse before that.
         if not os.path.isdir(self.path):
             raise PermanentModelError(f"transformers checkpoint directory not found: {self.path}")
-        self.device = _resolve_device(self.settings.get("device", "auto"), torch)
+        self.device = _resolve_device(self.settings.get("device", "auto"))
         self.dtype = _resolve_dtype(self.settings.get("dtype", "auto"), self.device)
         self._torch_dtype = getattr(torch, self.dtype)
         self._lock = threading.Lock()
@@ -63,16 +77,6 @@ class TransformersBackend(Backend):
     # -- loading -------------------------------------------------------------------------------------------
 
     def _load(self) -> None:
-        import torch
-        from transformers import (
-            AutoConfig,
-            AutoModelForCausalLM,
-            AutoModelForImageTextToText,
-            AutoProcessor,
-            AutoTokenizer,
-        )
-        from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
-
         common = {"local_files_only": True}
         try:
             config = AutoConfig.from_pretrained(self.path, **common)
@@ -88,6 +92,7 @@ class TransformersBackend(Backend):
             else:
                 self.tokenizer = AutoTokenizer.from_pretrained(self.path, **common)
                 self.model = AutoModelForCausalLM.from_pretrained(self.path, **model_kwargs)
+            self.model.to(self.device).eval()
         except torch.cuda.OutOfMemoryError as exc:
             self.close()
             raise TransientModelError(f"out of GPU memory loading {self.path}: {exc}") from exc
@@ -96,35 +101,31 @@ class TransformersBackend(Backend):
             raise PermanentModelError(
                 f"cannot load a transformers model from {self.path}: {type(exc).__name__}: {exc}"
             ) from exc
-        self.model.to(self.device).eval()
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock:  # waits for a generation in progress
             self.model = self.processor = self.tokenizer = None
-        import gc
-
         gc.collect()
-        import torch
-
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 
     # -- generation ----------------------------------------------------------------------------------------
 
     def _chunks(self, request: ModelRequest, stream: Stream) -> Iterator[str]:
-        from transformers import TextIteratorStreamer
-
-        if self.model is None:
+        tokenizer = self.tokenizer
+        if self.model is None or tokenizer is None:
             raise PermanentModelError(f"the transformers model from {self.path} was closed")
-        inputs = self._inputs(request)
-        prompt_length = int(inputs["input_ids"].shape[1])
-        stream.prompt_tokens = prompt_length
-        streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
+        image_count = sum(len(message.images) for message in request.messages)
+        if image_count and not self.multimodal:
+            raise PermanentModelError(
+                f"the model at {self.path} is text-only; it cannot take the {image_count} image(s) in this request"
+            )
+        streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
         cancel = threading.Event()
         outcome: dict = {}
         worker = threading.Thread(
             target=self._generate,
-            args=(inputs, request.settings, streamer, cancel, outcome),
+            args=(request, streamer, cancel, outcome),
             name="transformers-generate",
             daemon=True,
         )
@@ -146,30 +147,31 @@ class TransformersBackend(Backend):
             worker.join()
         if "error" in outcome:
             raise outcome["error"]
+        stream.prompt_tokens = outcome.get("prompt_tokens")
         stream.completion_tokens = outcome.get("completion_tokens")
 
-    def _generate(self, inputs, settings, streamer, cancel: threading.Event, outcome: dict) -> None:
-        """Runs in the background thread; reports tokens through ``streamer`` and the rest through ``outcome``."""
-        import torch
-        from transformers import StoppingCriteria, StoppingCriteriaList
+    def _generate(self, request: ModelRequest, streamer, cancel: threading.Event, outcome: dict) -> None:
+        """Runs in the background thread; reports text through ``streamer`` and the rest through ``outcome``.
 
-        class Cancelled(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):
-                return torch.full((input_ids.shape[0],), cancel.is_set(), dtype=torch.bool, device=input_ids.device)
-
+        Tokenizing happens under the lock too: fast tokenizers are not safe to share between threads.
+        """
+        settings = request.settings
         try:
             with self._lock:
                 if cancel.is_set():
                     return
                 if self.model is None:
                     raise PermanentModelError(f"the transformers model from {self.path} was closed")
+                inputs = self._inputs(request)
+                prompt_tokens = int(inputs["input_ids"].shape[1])
+                outcome["prompt_tokens"] = prompt_tokens
                 if settings.seed is not None:
                     torch.manual_seed(settings.seed)
                 kwargs = dict(
                     max_new_tokens=settings.max_new_tokens,
                     streamer=streamer,
-                    stopping_criteria=StoppingCriteriaList([Cancelled()]),
-                    pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                    stopping_criteria=StoppingCriteriaList([_Cancelled(cancel)]),
+                    pad_token_id=_pad_token_id(self.tokenizer),
                 )
                 if settings.temperature > 0:
                     kwargs.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p)
@@ -177,7 +179,7 @@ class TransformersBackend(Backend):
                     kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
                 with torch.inference_mode():
                     output = self.model.generate(**inputs, **kwargs)
-                outcome["completion_tokens"] = int(output.shape[1]) - int(inputs["input_ids"].shape[1])
+                outcome["completion_tokens"] = int(output.shape[1]) - prompt_tokens
         except torch.cuda.OutOfMemoryError as exc:
             outcome["error"] = TransientModelError(f"out of GPU memory generating with {self.path}: {exc}")
         except PermanentModelError as exc:
@@ -192,11 +194,12 @@ class TransformersBackend(Backend):
 
     def _inputs(self, request: ModelRequest) -> dict:
         """Chat template + tokenizer/processor, moved to the model's device and dtype."""
-        images = [part.to_pil() for message in request.messages for part in message.content if isinstance(part, ImagePart)]
-        if images and not self.multimodal:
+        try:
+            images = [part.to_pil() for message in request.messages for part in message.images]
+        except Exception as exc:
             raise PermanentModelError(
-                f"the model at {self.path} is text-only; it cannot take the {len(images)} image(s) in this request"
-            )
+                f"cannot read an image in the request: {type(exc).__name__}: {exc}"
+            ) from exc
         prompt = self._prompt(request)
         bos = self.tokenizer.bos_token
         # The template may already start with BOS; do not add a second one.
@@ -204,12 +207,17 @@ class TransformersBackend(Backend):
         try:
             if self.multimodal:
                 encoded = self.processor(
-                    text=[prompt], images=images or None, return_tensors="pt", add_special_tokens=add_special_tokens
+                    text=[prompt],
+                    images=images or None,
+                    return_tensors="pt",
+                    add_special_tokens=add_special_tokens,
                 )
             else:
                 encoded = self.tokenizer([prompt], return_tensors="pt", add_special_tokens=add_special_tokens)
         except Exception as exc:
-            raise PermanentModelError(f"cannot prepare the input for {self.path}: {type(exc).__name__}: {exc}") from exc
+            raise PermanentModelError(
+                f"cannot prepare the input for {self.path}: {type(exc).__name__}: {exc}"
+            ) from exc
         moved = {}
         for key, value in encoded.items():
             if hasattr(value, "to"):
@@ -238,7 +246,26 @@ class TransformersBackend(Backend):
         try:
             return owner.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
         except Exception as exc:
-            raise PermanentModelError(f"the chat template of {self.path} failed: {type(exc).__name__}: {exc}") from exc
+            raise PermanentModelError(
+                f"the chat template of {self.path} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+
+class _Cancelled(StoppingCriteria):
+    """Ends generation at the next token once the reader is gone or has seen a stop string."""
+
+    def __init__(self, event: threading.Event):
+        self.event = event
+
+    def __call__(self, input_ids, scores, **kwargs):
+        return torch.full(
+            (input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device
+        )
+
+
+def _pad_token_id(tokenizer) -> int | None:
+    # Many chat checkpoints have no pad token; EOS is the usual stand-in (0 is a valid id, so no `or`).
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
 
 def _plain_text(content) -> str:
@@ -247,7 +274,7 @@ def _plain_text(content) -> str:
     return "\n".join("<image>" if part["type"] == "image" else part["text"] for part in content)
 
 
-def _resolve_device(value: str, torch) -> str:
+def _resolve_device(value: str) -> str:
     value = str(value or "auto").lower()
     if value == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -255,7 +282,9 @@ def _resolve_device(value: str, torch) -> str:
         return value
     if value == "cuda" or value.startswith("cuda:"):
         if not torch.cuda.is_available():
-            raise PermanentModelError(f'device "{value}" was asked for, but CUDA is not available on this machine')
+            raise PermanentModelError(
+                f'device "{value}" was asked for, but CUDA is not available on this machine'
+            )
         return value
     raise PermanentModelError(f'unknown device "{value}": use "auto", "cpu" or "cuda"')
 

@@ -53,7 +53,8 @@ class FakeOpenAI:
     api_key: str | None = None  # when set, requests must carry "Authorization: Bearer <api_key>"
     chunks: list[str] = field(default_factory=lambda: ["The ", "answer ", "is ", "B.\n", "Answer: B"])
     usage: dict | None = field(default_factory=lambda: {"prompt_tokens": 17, "completion_tokens": 5})
-    failures: list[tuple[int, dict]] = field(default_factory=list)  # (status, extra headers) for the next requests
+    # (status, extra headers) to answer the next requests with, before any other check
+    failures: list[tuple[int, dict]] = field(default_factory=list)
     delay_before_response: float = 0.0
     stall_after_chunks: int | None = None  # stop sending (without closing) after this many chunks
     requests: list[dict] = field(default_factory=list)
@@ -95,7 +96,9 @@ def _handler_for(fake: FakeOpenAI):
             if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
                 return self._json(401, {"error": {"message": "Incorrect API key provided."}})
             if body.get("model") != fake.model:
-                return self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+                return self._json(
+                    404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
+                )
             if fake.delay_before_response:
                 fake.stop_event.wait(fake.delay_before_response)
             self.send_response(200)
@@ -107,7 +110,9 @@ def _handler_for(fake: FakeOpenAI):
                     fake.stop_event.wait(5)
                     return
                 delta = {"role": "assistant", "content": chunk} if index == 0 else {"content": chunk}
-                self._event({"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
+                self._event(
+                    {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+                )
             self._event({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
             if fake.usage and (body.get("stream_options") or {}).get("include_usage"):
                 self._event({"id": "c1", "choices": [], "usage": fake.usage})

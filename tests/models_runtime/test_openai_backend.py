@@ -85,7 +85,9 @@ def test_bad_key_is_a_permanent_error_with_the_server_message(fake_openai, monke
         backend_for(fake_openai, api_key_env="FEEDBACK_LAB_TEST_KEY").stream(ask()).collect()
 
     message = str(error.value)
-    assert "401" in message and "Incorrect API key provided." in message and "FEEDBACK_LAB_TEST_KEY" in message
+    assert (
+        "401" in message and "Incorrect API key provided." in message and "FEEDBACK_LAB_TEST_KEY" in message
+    )
     assert "sk-wrong" not in message
     assert len(fake_openai.requests) == 1  # not retried
 
@@ -158,7 +160,9 @@ def test_connection_refused_is_transient():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed again when the block ends: nothing listens there
-    backend = OpenAIBackend({"base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "max_retries": 1, "backoff_base": 0.01})
+    backend = OpenAIBackend(
+        {"base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "max_retries": 1, "backoff_base": 0.01}
+    )
 
     with pytest.raises(TransientModelError, match="2 attempt.*connection failed"):
         backend.stream(ask()).collect()
@@ -196,3 +200,13 @@ def test_backoff_is_exponential_with_full_jitter_and_honours_retry_after(monkeyp
 def test_bad_settings_are_permanent_errors(settings, message):
     with pytest.raises(PermanentModelError, match=message):
         OpenAIBackend(settings)
+
+
+def test_closing_a_stream_early_drops_the_connection(fake_openai):
+    fake_openai.stall_after_chunks = 1
+    stream = backend_for(fake_openai, read_timeout=30).stream(ask())
+
+    assert next(iter(stream)) == "The "
+    stream.close()  # returns at once instead of waiting for the stalled server
+
+    assert stream.result is None

@@ -29,7 +29,9 @@ def test_plays_the_recorded_answer_of_the_round_in_chunks(round_index):
     assert stream.result.prompt_tokens == 4
 
 
-@pytest.mark.parametrize(("round_index", "recorded"), [(2, RECORDED), (0, ()), (1, ("only one",)), (0, (None,))])
+@pytest.mark.parametrize(
+    ("round_index", "recorded"), [(2, RECORDED), (0, ()), (1, ("only one",)), (0, (None,))]
+)
 def test_missing_answer_is_a_permanent_error_naming_the_round(round_index, recorded):
     with pytest.raises(PermanentModelError, match=f"round {round_index} of task 't7'"):
         replay(round_index, recorded).collect()

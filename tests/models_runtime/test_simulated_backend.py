@@ -46,7 +46,14 @@ CASES = [
     TaskContext(task_id="t-text", answer_type="text", ground_truth="a green triangle"),
     TaskContext(task_id="t-manual", answer_type="manual", ground_truth="no"),
 ]
-EXPECTED = {"t-choice": "C", "t-choice-text": "C", "t-number": "42", "t-float": "2.5", "t-text": "a green triangle", "t-manual": "no"}
+EXPECTED = {
+    "t-choice": "C",
+    "t-choice-text": "C",
+    "t-number": "42",
+    "t-float": "2.5",
+    "t-text": "a green triangle",
+    "t-manual": "no",
+}
 
 
 @pytest.mark.parametrize("context", CASES, ids=lambda c: c.task_id)
@@ -61,9 +68,10 @@ def test_corrected_once_the_feedback_contains_the_ground_truth(context):
     told = TaskContext(**{**context.__dict__, "round_index": 1})
 
     assert answer_line(run(told, feedback="Not quite. Think about the details.")) != EXPECTED[context.task_id]
-    assert answer_line(run(told, feedback=f"Hint: the answer is {context.ground_truth.upper()}.")) == EXPECTED[
-        context.task_id
-    ]
+    assert (
+        answer_line(run(told, feedback=f"Hint: the answer is {context.ground_truth.upper()}."))
+        == EXPECTED[context.task_id]
+    )
 
 
 def test_choice_accepts_the_option_text_and_ignores_the_article_a():
@@ -129,7 +137,9 @@ def test_wrong_answers_never_contain_the_ground_truth(answer_type, ground_truth,
 
 
 def test_wrong_answers_are_deterministic_and_vary_by_round():
-    contexts = [TaskContext(task_id="d", round_index=k, answer_type="number", ground_truth="12") for k in range(6)]
+    contexts = [
+        TaskContext(task_id="d", round_index=k, answer_type="number", ground_truth="12") for k in range(6)
+    ]
 
     first = [run(context) for context in contexts]
 

@@ -7,7 +7,9 @@ import pytest
 from models_runtime.textstream import StopCutter, count_words, word_chunks
 
 
-@pytest.mark.parametrize("text", ["", "one", "  lead and trail  ", "a\nb\n\nAnswer: 42", "tabs\tand  spaces "])
+@pytest.mark.parametrize(
+    "text", ["", "one", "  lead and trail  ", "a\nb\n\nAnswer: 42", "tabs\tand  spaces "]
+)
 def test_word_chunks_join_back_to_the_text(text):
     assert "".join(word_chunks(text)) == text
 

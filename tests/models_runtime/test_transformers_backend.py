@@ -70,7 +70,8 @@ def test_llava_takes_an_image_through_the_processor(llava, png_bytes):
 def test_greedy_is_deterministic_and_sampling_follows_the_seed(llava, png_bytes):
     greedy = [llava.stream(ask("Count the shapes.", png_bytes)).collect().text for _ in range(2)]
     sampled = [
-        llava.stream(ask("Count the shapes.", temperature=1.0, top_p=0.9, seed=7)).collect().text for _ in range(2)
+        llava.stream(ask("Count the shapes.", temperature=1.0, top_p=0.9, seed=7)).collect().text
+        for _ in range(2)
     ]
 
     assert greedy[0] == greedy[1]
@@ -96,19 +97,22 @@ def test_text_is_cut_at_a_stop_string(llava):
 
 
 def test_an_abandoned_stream_does_not_block_the_next_request(llava):
-    stream = llava.stream(ask("First question.", max_new_tokens=32))
-    next(iter(stream))
-    stream._chunks.close()  # the caller walks away mid-answer
+    first = llava.stream(ask("First question.", max_new_tokens=32))
+    for _chunk in first:
+        break  # the caller walks away mid-answer
+    first.close()
 
     result = llava.stream(ask("Second question.", max_new_tokens=8)).collect()
 
+    assert first.result is None
     assert 1 <= result.completion_tokens <= 8
 
 
 def test_four_concurrent_requests_get_the_same_answers_as_sequential_ones(tiny_llava_path, png_bytes):
     backend = get_backend("transformers", {"path": tiny_llava_path, "device": "cpu"})
     requests = [
-        ask(f"Question number {index}?", *([png_bytes] if index % 2 else []), max_new_tokens=16) for index in range(4)
+        ask(f"Question number {index}?", *([png_bytes] if index % 2 else []), max_new_tokens=16)
+        for index in range(4)
     ]
     expected = [backend.stream(request).collect().text for request in requests]
     results: dict[int, str] = {}
@@ -156,7 +160,9 @@ def test_missing_path_is_a_permanent_error_naming_it(tmp_path):
         TransformersBackend({})
 
 
-@pytest.mark.parametrize("config_text", [None, "{not json", json.dumps({"model_type": "no-such-architecture"})])
+@pytest.mark.parametrize(
+    "config_text", [None, "{not json", json.dumps({"model_type": "no-such-architecture"})]
+)
 def test_bad_checkpoint_is_a_permanent_error_naming_the_path(tmp_path, config_text):
     if config_text is not None:
         (tmp_path / "config.json").write_text(config_text)

@@ -1,0 +1,15 @@
+"""Batch importers, one module per input format. Each validates everything first (``line N, field F: ...``),
+then writes in one transaction. ``IMPORTERS`` maps the ``--kind`` name to the importer."""
+
+from __future__ import annotations
+
+from annotate.importers.common import ImportContext, Importer, ImportReport, Problem
+from annotate.importers.interfeedback import InterFeedbackImporter
+from annotate.importers.rows import RowsImporter
+
+IMPORTERS: dict[str, Importer] = {
+    "interfeedback": InterFeedbackImporter(),
+    "rows": RowsImporter(),
+}
+
+__all__ = ["IMPORTERS", "ImportContext", "ImportReport", "Importer", "Problem"]

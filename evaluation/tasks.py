@@ -1,0 +1,33 @@
+"""Celery entry points of the evaluation app (default queue): receive ids, re-fetch, call a service.
+
+Both are idempotent, so late acknowledgement and redelivery are safe: a session is counted once, and a job
+is claimed with a conditional update.
+"""
+
+from __future__ import annotations
+
+import random
+
+from celery import shared_task
+from django.db import OperationalError
+
+from evaluation import services
+
+
+def _backoff(retries: int) -> float:
+    return min(60, 2**retries) + random.uniform(0, 1)
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=5, soft_time_limit=60, time_limit=90)
+def outcome_record(self, session_id: int) -> bool:
+    """Count a completed session (sent by annotate when a session completes)."""
+    try:
+        return services.outcome_record(session_id=session_id)
+    except OperationalError as error:  # lock timeout, connection dropped: worth another try
+        raise self.retry(countdown=_backoff(self.request.retries)) from error
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=600, time_limit=660)
+def outcome_recompute(job_id: int) -> None:
+    """Run a full recompute job (a Job row of kind aggregate, made by services.recompute_job_create)."""
+    services.recompute_job_run(job_id=job_id)

@@ -1,0 +1,23 @@
+"""Drive sessions through the services as the worker would, without a broker (tasks called directly)."""
+
+from __future__ import annotations
+
+import uuid
+
+from annotate.models import Round, Session
+from annotate.services import generation
+from annotate.services.sessions import round_submit_feedback
+
+
+def run_pending_round(session: Session) -> Round:
+    """Generate the session's queued round in-process, exactly as the Celery task would."""
+    rnd = session.rounds.order_by("-index").first()
+    generation.round_generate(round_id=rnd.id, claim_token=f"test-{uuid.uuid4()}")
+    session.refresh_from_db()
+    rnd.refresh_from_db()
+    return rnd
+
+
+def send_feedback(session: Session, text: str = "Count again, more carefully.", **kwargs) -> Round:
+    round_submit_feedback(session_id=session.id, feedback=text, client_request_id=str(uuid.uuid4()), **kwargs)
+    return run_pending_round(session)

@@ -1,0 +1,64 @@
+"""The session WebSocket over a real Redis channel layer: snapshot on connect, relayed chunks, access."""
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from annotate import realtime
+from annotate.consumers import SessionConsumer
+from annotate.services.queue import assignment_next
+from tests.factories import make_batch
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def redis_layer(settings, redis_url):
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}}
+    }
+
+
+def communicator(user, session_id):
+    comm = WebsocketCommunicator(SessionConsumer.as_asgi(), f"/ws/sessions/{session_id}/")
+    comm.scope["user"] = user
+    comm.scope["url_route"] = {"kwargs": {"session_id": session_id}}
+    return comm
+
+
+
+
+def test_snapshot_then_chunks(redis_layer, annotator, simulated_model):
+    from asgiref.sync import async_to_sync
+
+    batch = make_batch(models=[simulated_model])
+    session = assignment_next(annotator=annotator, batch=batch).session
+
+    async def scenario():
+        comm = communicator(annotator, session.id)
+        connected, _ = await comm.connect()
+        assert connected
+        first = await comm.receive_json_from(timeout=5)
+        assert first["type"] == "snapshot" and first["session"]["id"] == session.id
+        assert "ground_truth" not in first["session"]
+        from channels.db import database_sync_to_async
+
+        await database_sync_to_async(realtime.publish_chunk)(session.id, 0, 1, "Hello")
+        chunk = await comm.receive_json_from(timeout=5)
+        assert chunk == {"type": "chunk", "round": 0, "seq": 1, "text": "Hello"}
+        await comm.disconnect()
+
+    async_to_sync(scenario)()
+
+
+def test_other_annotators_are_refused(redis_layer, annotator, outsider, simulated_model):
+    from asgiref.sync import async_to_sync
+
+    batch = make_batch(models=[simulated_model])
+    session = assignment_next(annotator=annotator, batch=batch).session
+
+    async def scenario():
+        comm = communicator(outsider, session.id)
+        connected, code = await comm.connect()
+        assert not connected and code == 4404
+
+    async_to_sync(scenario)()

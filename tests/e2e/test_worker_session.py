@@ -1,0 +1,48 @@
+"""End to end: a real Celery worker process and a real Redis run a whole session."""
+
+import time
+import uuid
+
+import pytest
+
+from annotate.models import Round, Session
+from annotate.services.queue import assignment_next
+from annotate.services.sessions import round_submit_feedback
+from tests.factories import ModelConfigFactory, attach_image, make_batch
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+def wait_for(session, predicate, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        session.refresh_from_db()
+        if predicate(session):
+            return session
+        time.sleep(0.1)
+    rounds = list(session.rounds.values("index", "generation_status", "error"))
+    raise AssertionError(f"session stuck in {session.status}: {rounds}")
+
+
+def test_worker_runs_a_session_through_round_three(annotator, celery_worker_process):
+    model = ModelConfigFactory(backend_settings={"chunk_delay": 0.005})
+    batch = make_batch(models=[model])
+    attach_image(batch.tasks.get())
+    session = assignment_next(annotator=annotator, batch=batch).session
+    wait_for(session, lambda s: s.status == Session.Status.AWAITING_FEEDBACK)
+    for k in (1, 2, 3):
+        round_submit_feedback(session_id=session.id, feedback=f"Not right, look again ({k}).",
+                              client_request_id=str(uuid.uuid4()))
+        wait_for(session, lambda s: s.status != Session.Status.GENERATING)
+    assert session.status == Session.Status.COMPLETED and session.corrected_round == 3
+    rounds = list(session.rounds.order_by("index"))
+    assert [r.generation_status for r in rounds] == [Round.Generation.DONE] * 4
+    assert all(r.latency_ms is not None and r.answer_text.strip().splitlines()[-1].startswith("Answer:") for r in rounds)
+
+
+def test_transient_errors_are_retried_by_the_worker(annotator, celery_worker_process):
+    model = ModelConfigFactory(backend_settings={"chunk_delay": 0, "fail_transient_times": 1})
+    batch = make_batch(models=[model])
+    session = assignment_next(annotator=annotator, batch=batch).session
+    wait_for(session, lambda s: s.status == Session.Status.AWAITING_FEEDBACK)
+    assert session.rounds.get().attempts >= 2

@@ -1,0 +1,99 @@
+"""Real processes for end-to-end and browser tests: Redis, a Celery worker and the ASGI server (daphne),
+all pointed at the test database."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER_QUEUES = "default,model.simulated,model.replay,model.transformers,model.openai"
+
+
+def ensure_redis() -> str:
+    if settings.EMBEDDED_REDIS:
+        from annotate import embedded_redis
+
+        embedded_redis.ensure_running(settings.VAR_DIR)
+    return settings.REDIS_URL
+
+
+def purge_queues() -> None:
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    client.delete(*WORKER_QUEUES.split(","), "unacked", "unacked_index")
+
+
+def test_database_url() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    user = db.get("USER") or ""
+    auth = f"{user}:{db['PASSWORD']}@" if db.get("PASSWORD") else (f"{user}@" if user else "")
+    return f"postgres://{auth}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+
+
+def child_env(**extra) -> dict:
+    env = {**os.environ, "DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1", **extra}
+    if not settings.EMBEDDED_REDIS:
+        env["REDIS_URL"] = settings.REDIS_URL
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_worker(log: Path, name: str = "test", concurrency: int = 2, **env) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "annotate", "worker", "-Q", WORKER_QUEUES, "-c", str(concurrency),
+         "--loglevel", "INFO", "-n", f"{name}-{os.getpid()}@%h", "--without-mingle", "--without-gossip"],
+        cwd=ROOT, env=child_env(**env), stdout=log.open("ab"), stderr=subprocess.STDOUT,
+    )
+
+
+def wait_worker_ready(log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and b"ready." in log.read_bytes():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the Celery worker did not start; log:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def start_web(log: Path, port: int) -> subprocess.Popen:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"],
+        cwd=ROOT, env=child_env(), stdout=log.open("ab"), stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=2):
+                return process
+        except OSError:
+            if process.poll() is not None:
+                break
+            time.sleep(0.2)
+    raise RuntimeError(f"daphne did not start; log:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def stop(process: subprocess.Popen, timeout: float = 15) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
