@@ -1,14 +1,249 @@
-"""Reads of annotate's data for researchers: plain rows for metrics.py."""
+"""Reads for researchers: access checks, outcome counts for metrics.py, sessions for the browser and exports.
+
+Reports read the counter rows (a few rows per model x category); a filter the counters cannot serve (a date
+range) is one indexed GROUP BY over CountedSession, never a scan of rounds.
+"""
 
 from __future__ import annotations
 
-from django.db.models import Count, Q
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
-from annotate.models import Batch, Session
+from django.db.models import Count, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
+
+from annotate.errors import ApplicationError, NotFound, PermissionDenied
+from annotate.models import Batch, Job, ModelConfig, Round, Session, TaskImage, User
+from evaluation.exporters.tables import Table
+from evaluation.filters import NO_FILTERS, ReportFilters
+from evaluation.metrics import ROUNDS, CountsKey, OutcomeCounts, accuracy_table, correction_rate_table
+from evaluation.models import NEVER, AnnotatorOutcomeCounter, BatchAggregate, CountedSession, OutcomeCounter
+
+# --- access -----------------------------------------------------------------------------------------
 
 
-def batches_for_researcher(user):
+def batches_for_researcher(user) -> QuerySet[Batch]:
     batches = Batch.objects.all() if user.is_admin_role else Batch.objects.filter(members=user)
+    counted = (
+        OutcomeCounter.objects.filter(batch_id=OuterRef("pk"))
+        .values("batch_id")
+        .annotate(total=Sum("count"))
+        .values("total")
+    )
     return batches.annotate(
-        sessions_completed=Count("sessions", filter=Q(sessions__status=Session.Status.COMPLETED)),
+        sessions_counted=Coalesce(Subquery(counted, output_field=IntegerField()), 0)
     ).order_by("-created_at")
+
+
+def batch_for_researcher(user, batch_id: int) -> Batch:
+    """The batch if the user may read it: admins, and researchers who are members. Others get an error."""
+    if not user.is_authenticated or not user.is_researcher_role:
+        raise PermissionDenied("Only researchers and admins can read reports.")
+    batch = batches_for_researcher(user).select_related("aggregate").filter(pk=batch_id).first()
+    if batch is None:  # missing or not a member: the same answer, so ids cannot be probed
+        raise NotFound(f"Batch {batch_id} does not exist or you are not a member of it.")
+    return batch
+
+
+def batch_by_name(name: str) -> Batch:
+    batch = Batch.objects.select_related("aggregate").filter(name=name).first()
+    if batch is None:
+        raise NotFound(f"No batch named {name!r}.")
+    return batch
+
+
+def job_for_batch(batch: Batch, job_id: int) -> Job:
+    job = Job.objects.filter(pk=job_id, batch=batch).first()
+    if job is None:
+        raise NotFound(f"Job {job_id} does not exist in batch {batch.name!r}.")
+    return job
+
+
+def aggregate_of(batch: Batch) -> BatchAggregate | None:
+    try:
+        return batch.aggregate
+    except BatchAggregate.DoesNotExist:
+        return None
+
+
+# --- outcome counts ---------------------------------------------------------------------------------
+
+
+def _annotator_id(filters: ReportFilters) -> int | None:
+    if not filters.annotator:
+        return None
+    annotator_id = User.objects.filter(pseudonym=filters.annotator).values_list("id", flat=True).first()
+    if annotator_id is None:
+        raise ApplicationError(f"No annotator with pseudonym {filters.annotator!r}.", code="bad_filter")
+    return annotator_id
+
+
+def _rows(batch: Batch, filters: ReportFilters, *, per_annotator: bool = False) -> tuple[QuerySet, Count | Sum]:
+    """The cheapest rows that answer these filters, and how to count them."""
+    annotator_id = _annotator_id(filters)
+    if filters.by_date:
+        start, end = filters.completed_range()
+        rows, total = CountedSession.objects.filter(batch=batch), Count("pk")
+        if start:
+            rows = rows.filter(completed_at__gte=start)
+        if end:
+            rows = rows.filter(completed_at__lt=end)
+        if per_annotator:
+            rows = rows.filter(annotator__isnull=False)
+    elif per_annotator or annotator_id is not None:
+        rows, total = AnnotatorOutcomeCounter.objects.filter(batch=batch, count__gt=0), Sum("count")
+    else:
+        rows, total = OutcomeCounter.objects.filter(batch=batch, count__gt=0), Sum("count")
+    if annotator_id is not None:
+        rows = rows.filter(annotator_id=annotator_id)
+    if filters.model:
+        rows = rows.filter(model_config__name=filters.model)
+    if filters.category:
+        rows = rows.filter(category=filters.category)
+    return rows, total
+
+
+def _add(counts: OutcomeCounts, corrected_round: int, n: int) -> OutcomeCounts:
+    # Rounds past 3 (a batch with more feedback rounds) are outside the paper's tables: "never within 3".
+    corrected = list(counts.corrected)
+    if corrected_round != NEVER and corrected_round in ROUNDS:
+        corrected[corrected_round] += n
+    return OutcomeCounts(counts.sessions + n, tuple(corrected))  # type: ignore[arg-type]
+
+
+def outcome_counts(batch: Batch, filters: ReportFilters = NO_FILTERS) -> dict[CountsKey, OutcomeCounts]:
+    """(model name, category) -> OutcomeCounts, models and categories in alphabetical order. One query."""
+    rows, total = _rows(batch, filters)
+    grouped = (
+        rows.values_list("model_config__name", "category", "corrected_round")
+        .annotate(n=total)
+        .order_by("model_config__name", "category", "corrected_round")
+    )
+    counts: dict[CountsKey, OutcomeCounts] = {}
+    for model, category, corrected_round, n in grouped:
+        counts[(model, category)] = _add(counts.get((model, category), OutcomeCounts()), corrected_round, n)
+    return dict(sorted(counts.items(), key=lambda item: (item[0][0], item[0][1])))
+
+
+@dataclass(frozen=True)
+class AnnotatorRow:
+    pseudonym: str
+    counts: OutcomeCounts
+
+
+def annotator_breakdown(batch: Batch, filters: ReportFilters = NO_FILTERS) -> list[AnnotatorRow]:
+    """Per annotator (pseudonyms only), pooled over the filtered models and categories. One query."""
+    rows, total = _rows(batch, filters, per_annotator=True)
+    grouped = rows.values_list("annotator__pseudonym", "corrected_round").annotate(n=total).order_by()
+    by_annotator: dict[str, OutcomeCounts] = {}
+    for pseudonym, corrected_round, n in grouped:
+        by_annotator[pseudonym] = _add(by_annotator.get(pseudonym, OutcomeCounts()), corrected_round, n)
+    ordered = sorted(by_annotator.items(), key=lambda item: (-item[1].sessions, item[0]))
+    return [AnnotatorRow(pseudonym, counts) for pseudonym, counts in ordered]
+
+
+def filter_options(batch: Batch) -> dict[str, list]:
+    """Models and categories that have counted sessions (for the filter form). One query."""
+    pairs = (
+        OutcomeCounter.objects.filter(batch=batch, count__gt=0)
+        .values_list("model_config__name", "category")
+        .distinct()
+        .order_by()
+    )
+    models, categories = set(), set()
+    for model, category in pairs:
+        models.add(model)
+        categories.add(category)
+    return {"models": sorted(models), "categories": sorted(categories)}
+
+
+@dataclass
+class Report:
+    batch: Batch
+    filters: ReportFilters
+    counts: dict[CountsKey, OutcomeCounts]
+    accuracy: Table
+    correction: Table
+    annotators: list[AnnotatorRow] = field(default_factory=list)
+
+    @property
+    def sessions(self) -> int:
+        return sum(counts.sessions for counts in self.counts.values())
+
+
+def report_tables(counts: dict[CountsKey, OutcomeCounts], filters: ReportFilters) -> tuple[Table, Table]:
+    """Table 3 and Table 4, with a note naming the filters when the tables cover a subset."""
+    accuracy, correction = accuracy_table(counts), correction_rate_table(counts)
+    if filters.describe():
+        accuracy.notes.append(filters.describe())
+        correction.notes.append(filters.describe())
+    return accuracy, correction
+
+
+def batch_report(batch: Batch, filters: ReportFilters = NO_FILTERS, *, breakdown: bool = True) -> Report:
+    counts = outcome_counts(batch, filters)
+    accuracy, correction = report_tables(counts, filters)
+    annotators = annotator_breakdown(batch, filters) if breakdown else []
+    return Report(batch, filters, counts, accuracy, correction, annotators)
+
+
+# --- sessions ---------------------------------------------------------------------------------------
+
+
+def counted_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> QuerySet[CountedSession]:
+    """Completed, counted sessions of the batch, newest first (the browser's list; index-ordered)."""
+    rows = CountedSession.objects.filter(batch=batch)
+    start, end = filters.completed_range()
+    if start:
+        rows = rows.filter(completed_at__gte=start)
+    if end:
+        rows = rows.filter(completed_at__lt=end)
+    if filters.model:
+        rows = rows.filter(model_config__name=filters.model)
+    if filters.category:
+        rows = rows.filter(category=filters.category)
+    if filters.annotator:
+        rows = rows.filter(annotator__pseudonym=filters.annotator)
+    if filters.outcome is not None:
+        rows = rows.filter(corrected_round=filters.outcome)
+    return rows.select_related("session__task", "model_config", "annotator").order_by("-completed_at", "-session_id")
+
+
+def _sessions_with_rounds() -> QuerySet[Session]:
+    return Session.objects.select_related("task", "model_config", "annotator").prefetch_related(
+        Prefetch("rounds", queryset=Round.objects.order_by("index")),
+        Prefetch("task__task_images", queryset=TaskImage.objects.select_related("blob").order_by("position")),
+    )
+
+
+def session_for_batch(batch: Batch, session_id: int) -> Session:
+    session = _sessions_with_rounds().filter(pk=session_id, batch=batch).first()
+    if session is None:
+        raise NotFound(f"Session {session_id} is not in batch {batch.name!r}.")
+    return session
+
+
+def export_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> Iterator[Session]:
+    """Completed sessions with rounds, task and images, streamed in chunks (for JSONL and FIRE exports)."""
+    sessions = _sessions_with_rounds().filter(batch=batch, status=Session.Status.COMPLETED)
+    start, end = filters.completed_range()
+    if start:
+        sessions = sessions.filter(completed_at__gte=start)
+    if end:
+        sessions = sessions.filter(completed_at__lt=end)
+    if filters.model:
+        sessions = sessions.filter(model_config__name=filters.model)
+    if filters.category:
+        sessions = sessions.filter(task__category=filters.category)
+    if filters.annotator:
+        sessions = sessions.filter(annotator__pseudonym=filters.annotator)
+    if filters.outcome is not None:
+        outcome = filters.outcome
+        sessions = sessions.filter(corrected_round__isnull=True) if outcome == NEVER else sessions.filter(
+            corrected_round=outcome
+        )
+    return sessions.order_by("id").iterator(chunk_size=1000)
+
+
+def model_labels(names) -> dict[str, str]:
+    return dict(ModelConfig.objects.filter(name__in=list(names)).values_list("name", "display_name"))

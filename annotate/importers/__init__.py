@@ -4,11 +4,13 @@ then writes in one transaction. ``IMPORTERS`` maps the ``--kind`` name to the im
 from __future__ import annotations
 
 from annotate.importers.common import ImportContext, Importer, ImportReport, Problem
+from annotate.importers.fire import FireImporter
 from annotate.importers.interfeedback import InterFeedbackImporter
 from annotate.importers.rows import RowsImporter
 
 IMPORTERS: dict[str, Importer] = {
     "interfeedback": InterFeedbackImporter(),
+    "fire": FireImporter(),
     "rows": RowsImporter(),
 }
 

@@ -1,0 +1,370 @@
+"""Batch writes: import (validate everything, then one transaction), settings, export, and the import job.
+
+``batch_import`` is what the command, the upload page and the API all end in; the last two reach it through an
+import Job row run by a Celery worker (``batch_import_job``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import uuid
+import zipfile
+from collections import defaultdict
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings as django_settings
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.text import get_valid_filename
+
+from annotate.errors import ApplicationError
+from annotate.importers import IMPORTERS
+from annotate.importers.common import ImportContext, ImportReport, Progress
+from annotate.models import Batch, Job, ModelConfig, Task, TaskImage, User
+from annotate.prompts import DEFAULT_TEMPLATES
+from annotate.services.queue import work_items_create_for_batch
+
+logger = logging.getLogger(__name__)
+
+SETTING_KEYS = ("models", "overlap", "max_rounds", "prompt_templates", "gold_rate")
+_TEMPLATE_FIELDS = {"question": "", "options": "", "answer_format": "", "feedback": "", "ground_truth": ""}
+
+
+# --- settings -----------------------------------------------------------------------------------------------
+
+def _int_setting(value, name: str, low: int, high: int, report: ImportReport) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or isinstance(value, bool) or str(number) != str(value).strip() or not low <= number <= high:
+        report.add(None, f"settings.{name}", f"must be a whole number from {low} to {high}, got {value!r}")
+        return None
+    return number
+
+
+def batch_settings_clean(raw: dict | None, report: ImportReport) -> dict:
+    """Checked batch settings (models become ModelConfig rows); problems go to the report as ``settings.X``."""
+    raw = {k: v for k, v in (raw or {}).items() if v is not None}
+    clean: dict = {}
+    for key in raw.keys() - set(SETTING_KEYS):
+        report.add(None, f"settings.{key}", f"unknown setting; known: {', '.join(SETTING_KEYS)}")
+    if "models" in raw:
+        names = raw["models"].split(",") if isinstance(raw["models"], str) else raw["models"]
+        names = [str(n).strip() for n in names if str(n).strip()]
+        found = {m.name: m for m in ModelConfig.objects.filter(name__in=names)}
+        unknown = [n for n in names if n not in found]
+        if unknown:
+            known = ", ".join(ModelConfig.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
+            report.add(None, "settings.models", f"unknown model(s) {', '.join(map(repr, unknown))}; known: {known}")
+        clean["models"] = [found[n] for n in dict.fromkeys(names) if n in found]
+    if "overlap" in raw:
+        clean["overlap"] = _int_setting(raw["overlap"], "overlap", 1, 100, report)
+    if "max_rounds" in raw:
+        clean["max_rounds"] = _int_setting(raw["max_rounds"], "max_rounds", 1, 10, report)
+    if "gold_rate" in raw:
+        try:
+            rate = float(raw["gold_rate"])
+            assert 0.0 <= rate <= 1.0
+            clean["gold_rate"] = rate
+        except (TypeError, ValueError, AssertionError):
+            report.add(None, "settings.gold_rate", f"must be a number from 0 to 1, got {raw['gold_rate']!r}")
+    if "prompt_templates" in raw:
+        clean["prompt_templates"] = _templates_clean(raw["prompt_templates"], report)
+    return {k: v for k, v in clean.items() if v is not None}
+
+
+def _templates_clean(value, report: ImportReport) -> dict | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError as error:
+            report.add(None, "settings.prompt_templates", f"invalid JSON: {error.msg}")
+            return None
+    if not isinstance(value, dict):
+        report.add(None, "settings.prompt_templates", "expected an object of template name -> text")
+        return None
+    ok = True
+    for key, text in value.items():
+        if key not in DEFAULT_TEMPLATES:
+            report.add(None, f"settings.prompt_templates.{key}",
+                       f"unknown template; known: {', '.join(DEFAULT_TEMPLATES)}")
+            ok = False
+        elif not isinstance(text, str):
+            report.add(None, f"settings.prompt_templates.{key}", "expected text")
+            ok = False
+        else:
+            try:
+                text.format(**_TEMPLATE_FIELDS)
+            except (KeyError, IndexError, ValueError) as error:
+                report.add(None, f"settings.prompt_templates.{key}", f"bad placeholder {error}; allowed: "
+                           + ", ".join("{" + f + "}" for f in _TEMPLATE_FIELDS))
+                ok = False
+    return value if ok else None
+
+
+def _settings_apply(batch: Batch, clean: dict) -> bool:
+    """Set the given settings on a locked batch; True when something changed."""
+    changed = False
+    for key in ("overlap", "max_rounds", "gold_rate", "prompt_templates"):
+        if key in clean and getattr(batch, key) != clean[key]:
+            setattr(batch, key, clean[key])
+            changed = True
+    if "models" in clean:
+        wanted = {m.pk for m in clean["models"]}
+        if set(batch.models_to_evaluate.values_list("pk", flat=True)) != wanted:
+            batch.models_to_evaluate.set(clean["models"])
+            changed = True
+    return changed
+
+
+def batch_settings_apply(*, batch: Batch, settings: dict) -> Batch:
+    """Change a batch's settings after import (models, overlap K, rounds, templates, gold rate)."""
+    report = ImportReport(kind="settings", batch=batch.name)
+    clean = batch_settings_clean(settings, report)
+    if not report.ok:
+        raise ApplicationError("; ".join(str(p) for p in report.problems), extra={"problems": report.as_dict()})
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update().get(pk=batch.pk)
+        if _settings_apply(batch, clean):
+            batch.save()
+        if batch.kind == Batch.Kind.INTERFEEDBACK:
+            work_items_create_for_batch(batch=batch)
+    return batch
+
+
+# --- import -------------------------------------------------------------------------------------------------
+
+def batch_import(*, path, name: str, kind: str, dry_run: bool = False, update: bool = False,
+                 settings: dict | None = None, progress: Progress | None = None, created_by: User | None = None,
+                 options: dict | None = None) -> ImportReport:
+    """Validate the whole file, then write it in one transaction (or nothing). Never half-imports.
+
+    Re-importing the same content is a no-op reported as "unchanged"; changed content for an existing id is a
+    problem unless ``update``. ``options`` are importer-specific (``map`` for rows, ``images_dir``).
+    """
+    importer = IMPORTERS.get(kind)
+    if importer is None:
+        raise ApplicationError(f"Unknown import kind {kind!r}; choose one of {', '.join(sorted(IMPORTERS))}.")
+    report = ImportReport(kind=kind, batch=name, dry_run=dry_run)
+    start = time.perf_counter()
+    name = (name or "").strip()
+    if not name or len(name) > 128:
+        report.add(None, "name", "a batch name of 1 to 128 characters is required")
+    existing = Batch.objects.filter(name=name).first() if name else None
+    if existing is not None and existing.kind != importer.batch_kind:
+        report.add(None, "kind", f"batch {name!r} exists as a {existing.kind} batch; cannot import {kind} into it")
+        existing = None
+    clean = batch_settings_clean(settings, report)
+    max_rounds = clean.get("max_rounds") or (existing.max_rounds if existing else 3)
+    ctx = ImportContext(path=Path(path), report=report, batch=existing, update=update, max_rounds=max_rounds,
+                        options=dict(options or {}), progress=progress)
+    plan = importer.validate(ctx)
+    if plan is None and report.ok:
+        report.add(None, None, "the file could not be read")
+    if not report.ok:
+        report.status = "invalid"
+    elif dry_run:
+        report.status = "dry_run"
+    else:
+        with report.timed("write"):
+            _write(importer, plan, ctx, clean, name, existing, created_by)
+    report.timings["total"] = round(time.perf_counter() - start, 3)
+    return report
+
+
+def _write(importer, plan, ctx: ImportContext, clean: dict, name: str, existing: Batch | None,
+           created_by: User | None) -> None:
+    report = ctx.report
+    changes = importer.has_changes(plan)
+    try:
+        with transaction.atomic():
+            if existing is None:
+                batch = Batch.objects.create(name=name, kind=importer.batch_kind, status=Batch.Status.IMPORTING,
+                                             created_by=created_by)
+            else:
+                batch = Batch.objects.select_for_update().get(pk=existing.pk)
+            settings_changed = _settings_apply(batch, clean)
+            if not changes and not settings_changed and existing is not None:
+                report.status = "unchanged"
+                return
+            if settings_changed and existing is not None:
+                report.counts["settings_updated"] = 1
+            if changes:
+                importer.write(plan, ctx, batch)
+            batch.task_count = importer.record_count(batch)
+            batch.status = Batch.Status.READY
+            report.status = "imported" if changes or existing is None else "unchanged"
+            batch.import_report = report.as_dict()
+            batch.save()
+            if batch.kind == Batch.Kind.INTERFEEDBACK and batch.models_to_evaluate.exists():
+                report.counts["work_items_new"] = work_items_create_for_batch(batch=batch)
+    except IntegrityError as error:
+        logger.warning("import into %s hit a conflict: %s", name, error)
+        report.add(None, None, f"another import changed batch {name!r} at the same time; nothing was written — "
+                   "run the import again")
+        report.status = "invalid"
+
+
+# --- export -------------------------------------------------------------------------------------------------
+
+def batch_export_interfeedback(*, batch: Batch, path) -> dict:
+    """Write our zip (``tasks.jsonl`` + ``images/``) so that importing it gives the same tasks and images."""
+    if batch.kind != Batch.Kind.INTERFEEDBACK:
+        raise ApplicationError(f"Batch {batch.name!r} is a {batch.kind} batch; only InterFeedback batches export "
+                               "to this format.")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    images: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    for task_id, sha, name in (TaskImage.objects.filter(task__batch=batch).order_by("task_id", "position")
+                               .values_list("task_id", "blob__sha256", "blob__file")):
+        images[task_id].append((sha, name))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
+    os.close(fd)
+    tasks = written = 0
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
+            seen: set[str] = set()
+            for task_id, pictures in images.items():
+                for sha, name in pictures:
+                    if sha not in seen:
+                        seen.add(sha)
+                        with default_storage.open(name, "rb") as stream:  # PNGs are compressed already
+                            archive.writestr(f"images/{sha}.png", stream.read(), compress_type=zipfile.ZIP_STORED)
+            written = len(seen)
+            lines = []
+            for task in Task.objects.filter(batch=batch).order_by("id").iterator(chunk_size=5000):
+                lines.append(json.dumps(_export_record(task, images.get(task.pk, [])), ensure_ascii=False))
+                tasks += 1
+            archive.writestr("tasks.jsonl", "\n".join(lines) + ("\n" if lines else ""))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return {"tasks": tasks, "images": written, "path": str(path)}
+
+
+def _export_record(task: Task, pictures: list[tuple[str, str]]) -> dict:
+    record = {"id": task.external_id, "category": task.category, "question": task.question}
+    if task.options:
+        record["options"] = task.options
+    record.update({"answer_type": task.answer_type, "answer": task.ground_truth,
+                   "images": [f"images/{sha}.png" for sha, _ in pictures], "source": task.source})
+    if task.recorded_answers:
+        record["recorded_answers"] = task.recorded_answers
+    record["meta"] = task.metadata or {}
+    if task.is_gold:
+        record["gold"] = True
+    return record
+
+
+# --- the import job (upload page and API) -------------------------------------------------------------------
+
+UPLOAD_DIR = "uploads"
+JOB_PHASES = {"read": (0.0, 0.3), "images": (0.3, 0.75), "write": (0.75, 1.0)}
+
+
+def import_job_create(*, upload, name: str, kind: str, created_by: User, settings: dict | None = None,
+                      options: dict | None = None, update: bool = False, dry_run: bool = False) -> Job:
+    """Keep the uploaded file under MEDIA_ROOT/uploads and queue the import job after commit."""
+    if kind not in IMPORTERS:
+        raise ApplicationError(f"Unknown import kind {kind!r}; choose one of {', '.join(sorted(IMPORTERS))}.")
+    if not (name or "").strip():
+        raise ApplicationError("A batch name is required.")
+    folder = Path(django_settings.MEDIA_ROOT) / UPLOAD_DIR / uuid.uuid4().hex
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / (get_valid_filename(Path(upload.name or "upload").name) or "upload")
+    with open(target, "wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    params = {"path": str(target), "name": name.strip(), "kind": kind, "settings": _jsonable(settings or {}),
+              "options": options or {}, "update": update, "dry_run": dry_run, "filename": upload.name}
+    with transaction.atomic():
+        job = Job.objects.create(kind=Job.Kind.IMPORT, params=params, created_by=created_by,
+                                 message="Waiting for a worker")
+        transaction.on_commit(lambda: import_job_dispatch(job.pk))
+    return job
+
+
+def _jsonable(settings: dict) -> dict:
+    return {k: [m.name if isinstance(m, ModelConfig) else m for m in v] if isinstance(v, list) else v
+            for k, v in settings.items()}
+
+
+def import_job_dispatch(job_id: int) -> None:
+    """Queue the job; when the broker is down, say so on the job instead of running it in the web request."""
+    from annotate.tasks import batch_import_job  # tasks import services; keep the cycle lazy
+
+    try:
+        batch_import_job.delay(job_id)
+    except Exception as error:  # kombu/redis raise several types for an unreachable broker
+        logger.exception("could not queue import job %s", job_id)
+        Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
+            status=Job.Status.FAILED, finished_at=timezone.now(),
+            error=f"The import could not be queued (is the worker's broker running?): {error}")
+
+
+def _job_progress(job_id: int) -> Progress:
+    last = [0.0]
+
+    def report_progress(phase: str, done: int, total: int) -> None:
+        low, high = JOB_PHASES.get(phase, (0.0, 1.0))
+        now = time.monotonic()
+        # Inside the import transaction nobody else could see the update; between phases, twice a second.
+        if connection.in_atomic_block or (now - last[0] < 0.5 and done < total):
+            return
+        last[0] = now
+        value = low + (high - low) * (done / total if total else 1.0)
+        Job.objects.filter(pk=job_id).update(progress=round(value, 3), message=f"{phase}: {done:,} of {total:,}")
+
+    return report_progress
+
+
+def import_job_run(*, job_id: int, stale_after_s: int | None = None) -> Job | None:
+    """Claim and run an import job. A job another worker already holds is left alone (returns None)."""
+    stale_after_s = stale_after_s or django_settings.CELERY_TASK_TIME_LIMIT
+    now = timezone.now()
+    # A RUNNING job older than the hard time limit belongs to a worker that died: take it over.
+    claimable = Q(status=Job.Status.QUEUED) | Q(
+        status=Job.Status.RUNNING, started_at__lt=now - timedelta(seconds=stale_after_s))
+    claimed = Job.objects.filter(claimable, pk=job_id, kind=Job.Kind.IMPORT).update(
+        status=Job.Status.RUNNING, started_at=now, message="Reading the file")
+    if not claimed:
+        return None
+    job = Job.objects.get(pk=job_id)
+    params = job.params
+    try:
+        report = batch_import(path=params["path"], name=params["name"], kind=params["kind"],
+                              dry_run=params.get("dry_run", False), update=params.get("update", False),
+                              settings=params.get("settings"), options=params.get("options"),
+                              progress=_job_progress(job_id), created_by=job.created_by)
+    except Exception as error:
+        logger.exception("import job %s failed", job_id)
+        job.status, job.error, job.message = Job.Status.FAILED, f"Unexpected error: {error}", "Failed"
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "error", "message", "finished_at"])
+        raise
+    finally:
+        shutil.rmtree(Path(params["path"]).parent, ignore_errors=True)
+    job.report = report.as_dict()
+    job.status = Job.Status.SUCCEEDED if report.ok else Job.Status.FAILED
+    job.error = "" if report.ok else report.summary()
+    job.message = report.summary()
+    job.progress = 1.0
+    job.batch = Batch.objects.filter(name=params["name"]).first()
+    job.finished_at = timezone.now()
+    job.save()
+    return job
+
+
+def import_job_fail(*, job_id: int, message: str) -> None:
+    Job.objects.filter(pk=job_id).exclude(status=Job.Status.SUCCEEDED).update(
+        status=Job.Status.FAILED, error=message, message="Failed", finished_at=timezone.now())
