@@ -125,3 +125,18 @@ class SessionHeartbeatApi(APIView):
         if session.assignment_id:
             queue_services.assignment_renew(assignment=session.assignment)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SessionSkipApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        reason = serializers.CharField(max_length=300, allow_blank=True)
+
+    @extend_schema(request=InputSerializer, responses={204: None},
+                   summary="Skip this item with a reason; it goes to other annotators")
+    def post(self, request, session_id: int):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        session = session_for_annotator(request.user, session_id)
+        if session.assignment_id:
+            queue_services.assignment_skip(assignment=session.assignment, reason=data.validated_data["reason"])
+        return Response(status=status.HTTP_204_NO_CONTENT)

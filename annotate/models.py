@@ -333,13 +333,14 @@ class VerdictOverride(models.Model):
 
 
 class Job(models.Model):
-    """A long operation (import, aggregation, export, benchmark run) with status and progress."""
+    """A long operation (import, aggregation, export, benchmark run, model check) with status and progress."""
 
     class Kind(models.TextChoices):
         IMPORT = "import", "Import"
         AGGREGATE = "aggregate", "Aggregation"
         EXPORT = "export", "Export"
         BENCHMARK = "benchmark", "Benchmark run"
+        MODEL_CHECK = "model_check", "Model check"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

@@ -31,3 +31,14 @@ def round_generate(self, round_id: int) -> None:
         generation.round_fail(round_id=round_id, claim_token=claim_token, message="The model took too long to answer.")
     except generation.ClaimLost:
         return
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def batch_import_job(job_id: int) -> None:
+    """Run an uploaded batch import (the Job row carries the file and the options)."""
+    from annotate.services import batches  # services import this module lazily; keep the cycle lazy too
+
+    try:
+        batches.import_job_run(job_id=job_id)
+    except SoftTimeLimitExceeded:
+        batches.import_job_fail(job_id=job_id, message="The import took too long and was stopped; nothing was written.")

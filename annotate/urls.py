@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotate import apis, views
+from annotate import apis, apis_fire, views, views_fire
 
 api_patterns = [
     path("next/", apis.NextItemApi.as_view(), name="api-next"),
@@ -13,6 +13,14 @@ api_patterns = [
     path("sessions/<int:session_id>/retry/", apis.SessionRetryApi.as_view(), name="api-session-retry"),
     path("sessions/<int:session_id>/verdict/", apis.SessionVerdictApi.as_view(), name="api-session-verdict"),
     path("sessions/<int:session_id>/heartbeat/", apis.SessionHeartbeatApi.as_view(), name="api-session-heartbeat"),
+    path("sessions/<int:session_id>/skip/", apis.SessionSkipApi.as_view(), name="api-session-skip"),
+    path("conversations/<int:conversation_id>/", apis_fire.ConversationDetailApi.as_view(), name="api-conversation"),
+    path("conversations/<int:conversation_id>/ratings/", apis_fire.ConversationRatingsApi.as_view(),
+         name="api-conversation-ratings"),
+    path("conversations/<int:conversation_id>/preferences/", apis_fire.ConversationPreferencesApi.as_view(),
+         name="api-conversation-preferences"),
+    path("conversations/<int:conversation_id>/heartbeat/", apis_fire.ConversationHeartbeatApi.as_view(),
+         name="api-conversation-heartbeat"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("evaluation.api_urls")),
@@ -24,6 +32,9 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("annotate/next/", views.next_item, name="next-item"),
     path("annotate/sessions/<int:session_id>/", views.session_page, name="session-page"),
+    path("annotate/conversations/<int:conversation_id>/", views_fire.fire_rate_page, name="fire-rate"),
+    path("annotate/conversations/<int:conversation_id>/image", views_fire.conversation_image,
+         name="conversation-image"),
     path("media-task/<str:sha256>", views.task_image, name="task-image"),
     path("research/", include("evaluation.urls")),
     path("api/", include(api_patterns)),

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from annotate.errors import NotFound
 from annotate.models import ImageBlob, Session, Task
 from annotate.selectors.sessions import access_session, annotator_progress, session_snapshot
-from annotate.services.queue import assignment_current, assignment_next
+from annotate.services.queue import assignment_current, assignment_next, open_items_count
 
 
 @login_required
@@ -27,7 +27,8 @@ def home(request):
     return render(
         request,
         "annotate/home.html",
-        {"progress": annotator_progress(request.user), "current": current, "recent": recent},
+        {"progress": {**annotator_progress(request.user), "remaining": open_items_count(annotator=request.user)},
+         "current": current, "recent": recent},
     )
 
 

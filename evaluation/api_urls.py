@@ -1,3 +1,19 @@
 """Researcher API routes (mounted under /api/)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from evaluation import apis
+
+urlpatterns = [
+    path("batches/", apis.BatchListApi.as_view(), name="api-batches"),
+    path("batches/<int:batch_id>/report/", apis.BatchReportApi.as_view(), name="api-batch-report"),
+    path("batches/<int:batch_id>/tables/<str:name>.<str:fmt>", apis.BatchTableExportApi.as_view(),
+         name="api-batch-table"),
+    path("batches/<int:batch_id>/sessions/", apis.BatchSessionListApi.as_view(), name="api-batch-sessions"),
+    path("batches/<int:batch_id>/sessions.jsonl", apis.BatchSessionExportApi.as_view(),
+         name="api-batch-sessions-jsonl"),
+    path("batches/<int:batch_id>/sessions.fire.jsonl", apis.BatchSessionFireExportApi.as_view(),
+         name="api-batch-sessions-fire"),
+    path("batches/<int:batch_id>/recompute/", apis.BatchRecomputeApi.as_view(), name="api-batch-recompute"),
+    path("batches/<int:batch_id>/jobs/<int:job_id>/", apis.BatchJobApi.as_view(), name="api-batch-job"),
+]

@@ -1,7 +1,14 @@
+"""Researcher pages, mounted at /research/."""
+
 from django.urls import path
 
 from evaluation import views
 
 urlpatterns = [
     path("", views.researcher_home, name="researcher-home"),
+    path("batches/<int:batch_id>/", views.batch_report, name="research-report"),
+    path("batches/<int:batch_id>/recompute/", views.batch_recompute, name="research-recompute"),
+    path("batches/<int:batch_id>/export/<str:name>.<str:fmt>", views.batch_export, name="research-export"),
+    path("batches/<int:batch_id>/sessions/", views.session_list, name="research-sessions"),
+    path("batches/<int:batch_id>/sessions/<int:session_id>/", views.session_detail, name="research-session"),
 ]

@@ -1,24 +1,179 @@
-"""Researcher pages."""
+"""Researcher pages: batch list, batch report (Table 3/4, Fig. 4/5, breakdown), session browser, transcripts.
 
+Pages read counters through selectors; figures and downloads are separate requests to `batch_export`.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import render
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
-from evaluation.selectors import batches_for_researcher
+from annotate.errors import ApplicationError, NotFound
+from annotate.errors import PermissionDenied as DomainPermissionDenied
+from evaluation import exports, selectors, services
+from evaluation.exporters.tables import Table, _is_number, cell_text
+from evaluation.filters import NO_FILTERS, OUTCOME_CHOICES, ReportFilterForm, form_error_text
+from evaluation.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
+
+SESSIONS_PER_PAGE = 50
+BREAKDOWN_ROWS = 100
 
 
 def researcher_required(view):
     @login_required
+    @wraps(view)
     def wrapped(request, *args, **kwargs):
         if not request.user.is_researcher_role:
             raise PermissionDenied("Researchers only")
-        return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except NotFound as error:
+            raise Http404(error.message) from None
+        except DomainPermissionDenied as error:
+            raise PermissionDenied(error.message) from None
 
-    wrapped.__name__ = view.__name__
-    wrapped.__doc__ = view.__doc__
     return wrapped
+
+
+def _filters(request):
+    """(form, filters, error): bad filter values show as a message on the page and are ignored."""
+    form = ReportFilterForm(request.GET or None)
+    if form.is_bound and form.is_valid():
+        return form, form.filters(), ""
+    return form, NO_FILTERS, form_error_text(form) if form.is_bound else ""
+
+
+def html_table(table: Table) -> dict:
+    """A Table as text cells, each flagged numeric for right alignment."""
+    return {
+        "title": table.title,
+        "columns": table.columns,
+        "rows": [[(cell_text(cell), _is_number(cell)) for cell in row] for row in table.rows],
+        "notes": table.notes,
+    }
+
+
+def breakdown_rows(annotators) -> list[dict]:
+    return [
+        {
+            "pseudonym": row.pseudonym,
+            "sessions": row.counts.sessions,
+            "accuracy": cell_text(percent(accuracy(row.counts))),
+            "rates": [cell_text(percent(correction_rate(row.counts, k))) for k in FEEDBACK_ROUNDS],
+            "never": row.counts.never,
+        }
+        for row in annotators
+    ]
+
+
+def download_links(batch, querystring: str) -> list[dict]:
+    return [
+        {"name": name, "links": [(fmt, _export_url(batch.id, name, fmt, querystring)) for fmt in formats]}
+        for name, formats in exports.EXPORTS.items()
+        if name != "fire-ratings" or batch.kind == batch.Kind.FIRE
+    ]
+
+
+def _export_url(batch_id: int, name: str, fmt: str, querystring: str) -> str:
+    url = reverse("research-export", args=[batch_id, name, fmt])
+    return f"{url}?{querystring}" if querystring else url
 
 
 @researcher_required
 def researcher_home(request):
-    return render(request, "evaluation/home.html", {"batches": batches_for_researcher(request.user)})
+    return render(request, "evaluation/home.html", {"batches": selectors.batches_for_researcher(request.user)})
+
+
+@researcher_required
+def batch_report(request, batch_id: int):
+    batch = selectors.batch_for_researcher(request.user, batch_id)
+    form, filters, error = _filters(request)
+    try:
+        report = selectors.batch_report(batch, filters)
+    except ApplicationError as failure:
+        error, report = failure.message, selectors.batch_report(batch, NO_FILTERS)
+        filters = NO_FILTERS
+    querystring = filters.querystring()
+    return render(request, "evaluation/report.html", {
+        "batch": batch,
+        "aggregate": selectors.aggregate_of(batch),
+        "form": form,
+        "filter_error": error,
+        "filters": filters,
+        "options": selectors.filter_options(batch),
+        "querystring": querystring,
+        "sessions": report.sessions,
+        "accuracy": html_table(report.accuracy),
+        "correction": html_table(report.correction),
+        "has_counts": bool(report.counts),
+        "figures": [(name, _export_url(batch.id, name, "svg", querystring)) for name in ("fig4", "fig5")],
+        "annotators": breakdown_rows(report.annotators[:BREAKDOWN_ROWS]),
+        "annotators_total": len(report.annotators),
+        "downloads": download_links(batch, querystring),
+    })
+
+
+@researcher_required
+def batch_export(request, batch_id: int, name: str, fmt: str):
+    batch = selectors.batch_for_researcher(request.user, batch_id)
+    form, filters, error = _filters(request)
+    if error:
+        return HttpResponseBadRequest(f"Bad filter: {error}", content_type="text/plain")
+    try:
+        export = exports.build_export(batch, name, fmt, filters)
+    except NotFound as failure:
+        raise Http404(failure.message) from None
+    except ApplicationError as failure:
+        return HttpResponseBadRequest(failure.message, content_type="text/plain")
+    if export.stream is not None:
+        response = StreamingHttpResponse(export.stream, content_type=export.content_type)
+    else:
+        response = HttpResponse(export.content, content_type=export.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+@researcher_required
+@require_POST
+def batch_recompute(request, batch_id: int):
+    batch = selectors.batch_for_researcher(request.user, batch_id)
+    job = services.recompute_job_create(batch=batch, user=request.user)
+    messages.info(request, f"Recount queued (job {job.id}). Reload this page in a few seconds.")
+    return redirect("research-report", batch_id=batch.id)
+
+
+@researcher_required
+def session_list(request, batch_id: int):
+    batch = selectors.batch_for_researcher(request.user, batch_id)
+    form, filters, error = _filters(request)
+    page = Paginator(selectors.counted_sessions(batch, filters), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "evaluation/sessions.html", {
+        "batch": batch,
+        "form": form,
+        "filter_error": error,
+        "options": selectors.filter_options(batch),
+        "outcome_choices": OUTCOME_CHOICES,
+        "page": page,
+        "querystring": filters.querystring(),
+    })
+
+
+@researcher_required
+def session_detail(request, batch_id: int, session_id: int):
+    batch = selectors.batch_for_researcher(request.user, batch_id)
+    session = selectors.session_for_batch(batch, session_id)
+    return render(request, "evaluation/session.html", {
+        "batch": batch,
+        "session": session,
+        "rounds": list(session.rounds.all()),
+        "images": [ti.blob.sha256 for ti in session.task.task_images.all()],
+    })

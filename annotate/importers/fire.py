@@ -20,8 +20,6 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import transaction
-
 from annotate.importers.common import (
     LIMITS,
     ImportContext,
@@ -39,7 +37,6 @@ from annotate.services.images import PreparedImage, images_store_bulk
 from annotate.services.queue import work_items_create_for_batch
 
 KIND = "fire"
-DEFAULT_OVERLAP = 3  # FIRE's protocol: three raters per conversation
 
 
 def _records_and_images(path: Path, images: Path | None, report: ImportReport):
@@ -126,7 +123,6 @@ class FirePlan:
     new: list[ParsedConversation]
     changed: list[tuple[Conversation, ParsedConversation]]
     images: dict[str, PreparedImage]
-    overlap: int | None  # set on the batch when it is created by this import
 
     @property
     def has_changes(self) -> bool:
@@ -157,15 +153,13 @@ def _write(batch: Batch, plan: FirePlan) -> int:
          for pk, conv in targets for index, t in enumerate(conv.turns)],
         batch_size=5000,
     )
-    if plan.overlap is not None:
-        Batch.objects.filter(pk=batch.pk).update(overlap=plan.overlap)
-        batch.overlap = plan.overlap
     return work_items_create_for_batch(batch=batch)
 
 
 class FireImporter(Importer):
-    """``--kind fire``. Options: ``images`` (or ``images_dir``): a zip or a directory with the images;
-    ``overlap``: raters per conversation for a new batch (default 3, FIRE's protocol)."""
+    """``--kind fire``. Option ``images`` (or ``images_dir``): a zip or a directory with the images (default:
+    the zip holding the records, or the records file's directory). Raters per conversation: the batch's overlap
+    setting (FIRE's protocol uses 3)."""
 
     name = KIND
     batch_kind = Batch.Kind.FIRE
@@ -186,10 +180,7 @@ class FireImporter(Importer):
         new, changed = _check_existing(batch, parsed, report, ctx.update) if batch is not None else (parsed, [])
         if not report.ok:
             return None
-        overlap = ctx.options.get("overlap")
-        if overlap is None and batch is None:
-            overlap = DEFAULT_OVERLAP
-        return FirePlan(new=new, changed=changed, images=prepared, overlap=overlap)
+        return FirePlan(new=new, changed=changed, images=prepared)
 
     def has_changes(self, plan: FirePlan) -> bool:
         return plan.has_changes
@@ -219,29 +210,12 @@ def import_fire(
 ) -> ImportReport:
     """Validate a FIRE file, then (unless dry_run or invalid) write it as batch ``name`` in one transaction.
 
-    A self-contained runner for tests and the shell; the import command and upload job go through the shared
-    import runner with ``IMPORTERS["fire"]``, which does the same steps.
+    A shortcut to the shared runner (``batch_import`` with kind "fire") for the shell and tests.
     """
-    report = ImportReport(kind=KIND, batch=name, dry_run=dry_run)
-    if overlap is not None and not 1 <= overlap <= 50:
-        report.add(None, "overlap", f"raters per conversation must be 1-50, got {overlap}")
-    options = {"images": images, "overlap": overlap}
-    ctx = ImportContext(path=Path(path), report=report, batch=Batch.objects.filter(name=name).first(),
-                        update=update, options=options, progress=progress)
-    importer = FireImporter()
-    plan = importer.validate(ctx)
-    if plan is None or not report.ok:
-        report.status = "invalid"
-        return report
-    if dry_run or not plan.has_changes:
-        report.status = "dry_run" if dry_run else "unchanged"
-        return report
-    with transaction.atomic():
-        batch = ctx.batch or Batch.objects.create(
-            name=name, kind=Batch.Kind.FIRE, status=Batch.Status.READY, created_by=created_by
-        )
-        importer.write(plan, ctx, batch)
-        report.status = "imported"
-        Batch.objects.filter(pk=batch.pk).update(task_count=importer.record_count(batch),
-                                                 import_report=report.as_dict())
-    return report
+    from annotate.services.batches import batch_import  # the runner imports the importers
+
+    return batch_import(
+        path=path, name=name, kind=KIND, dry_run=dry_run, update=update, created_by=created_by, progress=progress,
+        settings={"overlap": overlap} if overlap is not None else None,
+        options={"images": str(images)} if images else None,
+    )

@@ -12,7 +12,7 @@ from django.db.models import Prefetch
 from django.urls import reverse
 
 from annotate.errors import NotFound, PermissionDenied
-from annotate.models import Assignment, Batch, Conversation, Rating, Ranking, Turn, User
+from annotate.models import Assignment, Batch, Conversation, Ranking, Rating, Turn, User
 
 # FIRE's criteria (appendix A), shown on the rating page next to the 1-5 controls.
 CRITERIA = {

@@ -28,6 +28,7 @@ from django.utils.text import get_valid_filename
 from annotate.errors import ApplicationError
 from annotate.importers import IMPORTERS
 from annotate.importers.common import ImportContext, ImportReport, Progress
+from annotate.importers.rows import parse_mapping
 from annotate.models import Batch, Job, ModelConfig, Task, TaskImage, User
 from annotate.prompts import DEFAULT_TEMPLATES
 from annotate.services.queue import work_items_create_for_batch
@@ -165,8 +166,11 @@ def batch_import(*, path, name: str, kind: str, dry_run: bool = False, update: b
         existing = None
     clean = batch_settings_clean(settings, report)
     max_rounds = clean.get("max_rounds") or (existing.max_rounds if existing else 3)
+    options = dict(options or {})
+    if "overlap" in clean:
+        options.setdefault("overlap", clean["overlap"])  # importers with their own default (FIRE: 3 raters)
     ctx = ImportContext(path=Path(path), report=report, batch=existing, update=update, max_rounds=max_rounds,
-                        options=dict(options or {}), progress=progress)
+                        options=options, progress=progress)
     plan = importer.validate(ctx)
     if plan is None and report.ok:
         report.add(None, None, "the file could not be read")
@@ -269,16 +273,36 @@ def _export_record(task: Task, pictures: list[tuple[str, str]]) -> dict:
 # --- the import job (upload page and API) -------------------------------------------------------------------
 
 UPLOAD_DIR = "uploads"
+UPLOAD_OPTIONS = ("map", "category", "rows_file")
+MAX_UPLOAD_BYTES = 4 * 1024**3
 JOB_PHASES = {"read": (0.0, 0.3), "images": (0.3, 0.75), "write": (0.75, 1.0)}
 
 
 def import_job_create(*, upload, name: str, kind: str, created_by: User, settings: dict | None = None,
                       options: dict | None = None, update: bool = False, dry_run: bool = False) -> Job:
-    """Keep the uploaded file under MEDIA_ROOT/uploads and queue the import job after commit."""
+    """Check the request, keep the uploaded file under MEDIA_ROOT/uploads and queue the import after commit.
+
+    Settings and the column map are checked here so a typo is a 400 at once, not a failed job later.
+    """
     if kind not in IMPORTERS:
         raise ApplicationError(f"Unknown import kind {kind!r}; choose one of {', '.join(sorted(IMPORTERS))}.")
-    if not (name or "").strip():
-        raise ApplicationError("A batch name is required.")
+    report = ImportReport(kind=kind, batch=name)
+    if not (name or "").strip() or len(name.strip()) > 128:
+        report.add(None, "name", "a batch name of 1 to 128 characters is required")
+    size = getattr(upload, "size", None) or 0
+    if size == 0:
+        report.add(None, "file", "the uploaded file is empty")
+    elif size > MAX_UPLOAD_BYTES:
+        report.add(None, "file", f"the upload is {size:,} bytes; at most {MAX_UPLOAD_BYTES:,} are allowed")
+    batch_settings_clean(settings, report)
+    # Uploads may not point the importer at server paths (images_dir): only these options pass.
+    options = {k: v for k, v in (options or {}).items() if k in UPLOAD_OPTIONS and v not in (None, "")}
+    if kind == "rows":
+        for error in parse_mapping(options.get("map"))[1]:
+            report.add(None, "map", error)
+    if not report.ok:
+        raise ApplicationError("; ".join(str(p) for p in report.problems),
+                               extra={"problems": [p.as_dict() for p in report.problems]})
     folder = Path(django_settings.MEDIA_ROOT) / UPLOAD_DIR / uuid.uuid4().hex
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / (get_valid_filename(Path(upload.name or "upload").name) or "upload")
@@ -286,7 +310,7 @@ def import_job_create(*, upload, name: str, kind: str, created_by: User, setting
         for chunk in upload.chunks():
             out.write(chunk)
     params = {"path": str(target), "name": name.strip(), "kind": kind, "settings": _jsonable(settings or {}),
-              "options": options or {}, "update": update, "dry_run": dry_run, "filename": upload.name}
+              "options": options, "update": update, "dry_run": dry_run, "filename": upload.name}
     with transaction.atomic():
         job = Job.objects.create(kind=Job.Kind.IMPORT, params=params, created_by=created_by,
                                  message="Waiting for a worker")

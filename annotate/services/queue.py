@@ -113,6 +113,7 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
     if current is not None and (batch is None or current.work_item.batch_id == batch.id):
         assignment_renew(assignment=current)
         return current
+    assignments_expire()
     with transaction.atomic():
         item = _open_items(annotator, batch).select_for_update(skip_locked=True, of=("self",)).first()
         if item is None:
@@ -139,3 +140,29 @@ def assignment_complete(*, assignment_id: int) -> None:
         Assignment.objects.filter(pk=assignment_id).update(
             status=Assignment.Status.COMPLETED, finished_at=timezone.now()
         )
+
+
+def assignment_skip(*, assignment: Assignment, reason: str) -> None:
+    """The annotator passes on an item; it goes back to the pool for others (never to them again)."""
+    from annotate.errors import ApplicationError
+
+    reason = (reason or "").strip()
+    if not reason:
+        raise ApplicationError("Say why you skip this item (e.g. 'image does not load').", code="skip_reason")
+    with transaction.atomic():
+        updated = Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.ACTIVE).update(
+            status=Assignment.Status.SKIPPED, skip_reason=reason[:300], finished_at=timezone.now()
+        )
+        if not updated:
+            return
+        WorkItem.objects.filter(pk=assignment.work_item_id, active_count__gt=0).update(
+            active_count=F("active_count") - 1
+        )
+        Session.objects.filter(assignment_id=assignment.pk).exclude(status=Session.Status.COMPLETED).update(
+            status=Session.Status.ABANDONED
+        )
+
+
+def open_items_count(*, annotator: User) -> int:
+    """How many items the annotator could still be served (for the progress line)."""
+    return _open_items(annotator, None).count()

@@ -97,6 +97,7 @@
     $("verdict-panel").hidden = !(canAct && s === "awaiting_verdict");
     $("retry-panel").hidden = !(canAct && s === "failed");
     $("done-panel").hidden = s !== "completed";
+    $("skip-panel").hidden = !canAct || s === "completed";
     if (s === "failed" && last) text($("retry-message"), last.error || "The model call failed.");
     if (s === "awaiting_feedback") {
       const label = state.next_round === state.max_rounds
@@ -221,6 +222,12 @@
     $("verdict-correct").addEventListener("click", async () => { const r = await api("verdict/", {correct: true}); if (r.ok) { state = await r.json(); render(); } });
     $("verdict-wrong").addEventListener("click", async () => { const r = await api("verdict/", {correct: false}); if (r.ok) { state = await r.json(); render(); } });
     setInterval(() => { if (state.status !== "completed") api("heartbeat/", {}); }, 60000);
+    $("skip-button").addEventListener("click", async () => {
+      const r = await api("skip/", {reason: $("skip-reason").value});
+      if (r.ok) { window.location.href = "/?annotate=1"; return; }
+      const body = await r.json().catch(() => ({}));
+      $("skip-error").hidden = false; text($("skip-error"), body.detail || "Could not skip.");
+    });
   }
 
   render();

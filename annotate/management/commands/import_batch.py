@@ -1,0 +1,95 @@
+"""python manage.py import_batch PATH --name NAME [--kind interfeedback|fire|rows] [--dry-run] [--update] ...
+
+Validates the whole file first and prints every problem as ``line N, field F: ...``; writes in one transaction.
+Exits non-zero when anything is wrong (nothing is written then).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from annotate.errors import ApplicationError
+from annotate.importers import IMPORTERS
+from annotate.services.batches import batch_import
+
+_ROWS_SUFFIXES = {".csv", ".tsv", ".parquet"}
+
+
+class _Bars:
+    """One tqdm bar per phase (read, images, write) on stderr."""
+
+    def __init__(self, enabled: bool):
+        self.enabled, self.phase, self.bar = enabled, None, None
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if phase != self.phase:
+            self.close()
+            self.phase = phase
+            self.bar = tqdm(total=total, desc=phase, unit="item", file=sys.stderr, leave=False)
+        self.bar.total = total
+        self.bar.n = done
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+class Command(BaseCommand):
+    help = "Import a batch (InterFeedback JSONL/zip, FIRE JSON, or benchmark rows), validating everything first."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="the file: .jsonl, .zip, .json (FIRE), .csv or .parquet (rows)")
+        parser.add_argument("--name", required=True, help="batch name (re-importing into it is idempotent)")
+        parser.add_argument("--kind", choices=sorted(IMPORTERS), help="format (default: rows for .csv/.parquet, "
+                            "else interfeedback)")
+        parser.add_argument("--models", help="comma-separated ModelConfig names to evaluate")
+        parser.add_argument("--overlap", help="annotators per item (K)")
+        parser.add_argument("--max-rounds", help="feedback rounds (default 3)")
+        parser.add_argument("--gold-rate", help="share of gold/attention items, 0..1")
+        parser.add_argument("--templates", help="JSON file of prompt templates")
+        parser.add_argument("--map", dest="mapping", help="rows: field=column,... e.g. question=question,id=qid")
+        parser.add_argument("--images", help="a directory (or, for FIRE, a zip) holding the images")
+        parser.add_argument("--category", help="rows: category for every task when the file has none")
+        parser.add_argument("--dry-run", action="store_true", help="validate and report; write nothing")
+        parser.add_argument("--update", action="store_true", help="replace tasks whose content changed")
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def handle(self, *args, **opts):
+        path = Path(opts["path"])
+        kind = opts["kind"] or ("rows" if path.suffix.lower() in _ROWS_SUFFIXES else "interfeedback")
+        settings = {"models": opts["models"], "overlap": opts["overlap"], "max_rounds": opts["max_rounds"],
+                    "gold_rate": opts["gold_rate"]}
+        if opts["templates"]:
+            try:
+                settings["prompt_templates"] = Path(opts["templates"]).read_text(encoding="utf-8")
+            except OSError as error:
+                raise CommandError(f"--templates: {error}") from None
+        options = {key: value for key, value in (("map", opts["mapping"]), ("images", opts["images"]),
+                                                 ("images_dir", opts["images"]), ("category", opts["category"]))
+                   if value}
+        bars = _Bars(not opts["no_progress"] and not opts["json"])
+        try:
+            report = batch_import(path=path, name=opts["name"], kind=kind, dry_run=opts["dry_run"],
+                                  update=opts["update"], settings=settings, options=options, progress=bars)
+        except ApplicationError as error:
+            raise CommandError(error.message) from None
+        finally:
+            bars.close()
+        if opts["json"]:
+            self.stdout.write(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+        else:
+            self.stdout.write(report.render())
+            if report.timings:
+                self.stdout.write("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in report.timings.items()))
+        if not report.ok:
+            raise CommandError(f"{report.problem_total} problem(s); nothing was imported.")

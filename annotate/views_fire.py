@@ -1,0 +1,107 @@
+"""The FIRE rating page (and its preference variant) and the conversation image. Selectors and services only.
+
+The page works without JavaScript (the form posts here and the final save runs); with JavaScript it autosaves
+drafts through the API and is usable with the keyboard only (keys 1-5, Tab, arrows, Ctrl+Enter).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404
+from django.shortcuts import redirect, render
+
+from annotate.errors import ApplicationError, NotFound
+from annotate.selectors.conversations import PREFERENCE_DIMENSIONS, access_conversation, conversation_payload
+from annotate.services.preferences import preference_save
+from annotate.services.ratings import ratings_save
+
+ROLE_LABELS = {"student": "Student", "teacher": "Teacher", "model": "Candidate"}
+KIND_NOUNS = {"response": "response", "feedback": "feedback", "candidate": "candidate"}
+
+
+def _controls(payload: dict) -> None:
+    """Decorate each rateable turn with the 1-5 controls it shows (one for FIRE, three for preference)."""
+    candidate = 0
+    for turn in payload["turns"]:
+        turn["role_label"] = ROLE_LABELS.get(turn["role"], turn["role"])
+        turn["number"] = turn["index"] + 1
+        if not turn["is_rateable"]:
+            continue
+        rating = turn["rating"]
+        if turn["kind"] == "candidate":
+            candidate += 1
+            turn["candidate_number"] = candidate
+            dims = [(d, d.capitalize()) for d in PREFERENCE_DIMENSIONS]
+        else:
+            dims = [("score", f"Rate this {KIND_NOUNS[turn['kind']]}")]
+        turn["controls"] = [
+            {"dim": dim, "label": label, "value": rating.get(dim),
+             "options": [{"value": s["value"], "label": s["label"]} for s in payload["scale"]]}
+            for dim, label in dims
+        ]
+
+
+def _page(request, conversation, assignment, *, error: str = "", status: int = 200):
+    payload = conversation_payload(conversation, viewer=request.user, assignment=assignment)
+    _controls(payload)
+    context = {"conversation": conversation, "payload": payload, "is_preference": "ranking" in payload,
+               "client_request_id": uuid.uuid4().hex, "error": error}
+    return render(request, "annotate/fire_rate.html", context, status=status)
+
+
+@login_required
+def fire_rate_page(request, conversation_id: int):
+    try:
+        conversation, assignment = access_conversation(request.user, conversation_id)
+    except NotFound:
+        raise Http404("Conversation not found") from None
+    if request.method == "POST":
+        if assignment is None:
+            raise Http404("Conversation not found")
+        try:
+            _save_form(request, conversation, final=True)
+        except ApplicationError as error:
+            return _page(request, conversation, assignment, error=error.message, status=error.http_status)
+        # Without JavaScript: back home, where "Start next item" continues.
+        messages.success(request, "Your ratings were saved.")
+        return redirect("home")
+    return _page(request, conversation, assignment)
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value and value.strip().isdigit() else None
+
+
+def _save_form(request, conversation, *, final: bool) -> None:
+    post = request.POST
+    indices = [t.index for t in conversation.turns.all() if t.is_rateable]
+    crid = (post.get("client_request_id") or "")[:64]
+    if conversation.batch.kind == "preference":
+        ratings = {
+            i: {**{d: _int_or_none(post.get(f"{d}-{i}")) for d in PREFERENCE_DIMENSIONS},
+                "reason": post.get(f"comment-{i}", "")}
+            for i in indices
+        }
+        preference_save(annotator=request.user, conversation_id=conversation.id, ratings=ratings,
+                        ranking=post.get("ranking", ""), client_request_id=crid, final=final)
+    else:
+        scores = {i: (_int_or_none(post.get(f"score-{i}")), post.get(f"comment-{i}", "")) for i in indices}
+        ratings_save(annotator=request.user, conversation_id=conversation.id, scores=scores,
+                     client_request_id=crid, final=final)
+
+
+@login_required
+def conversation_image(request, conversation_id: int):
+    """A conversation's image, only for people who may see the conversation."""
+    try:
+        conversation, _ = access_conversation(request.user, conversation_id)
+    except NotFound:
+        raise Http404("Image not found") from None
+    if conversation.image is None:
+        raise Http404("This conversation has no image")
+    response = FileResponse(conversation.image.file.open("rb"), content_type=conversation.image.mime)
+    response["Cache-Control"] = "private, max-age=3600"
+    return response

@@ -1,0 +1,247 @@
+"""Researcher API (token or session auth): batches, reports, table/figure/session exports, recompute jobs.
+
+Thin views: parse filters, call selectors/services/exports, shape the output. Domain errors (NotFound,
+PermissionDenied, ApplicationError) become 404/403/400 in annotate.errors.api_exception_handler.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpResponse, StreamingHttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate.errors import PermissionDenied
+from evaluation import exports, selectors, services
+from evaluation.exporters.tables import to_json
+from evaluation.filters import parse_filters
+from evaluation.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
+
+FILTER_PARAMETERS = [
+    OpenApiParameter("model", str, description="Model name (ModelConfig.name)"),
+    OpenApiParameter("category", str, description="Task category"),
+    OpenApiParameter("annotator", str, description="Annotator pseudonym"),
+    OpenApiParameter("date_from", OpenApiTypes.DATE, description="Completed on or after (UTC, YYYY-MM-DD)"),
+    OpenApiParameter("date_to", OpenApiTypes.DATE, description="Completed on or before (UTC, YYYY-MM-DD)"),
+]
+OUTCOME_PARAMETER = OpenApiParameter("outcome", str, enum=["0", "1", "2", "3", "never"],
+                                     description="Corrected in this round (sessions only)")
+ERRORS = {
+    400: OpenApiResponse(description="Bad filter or format (the message names it)"),
+    403: OpenApiResponse(description="Not a researcher"),
+    404: OpenApiResponse(description="No such batch, or not a member"),
+}
+
+
+class FileContentNegotiation(BaseContentNegotiation):
+    """Downloads ignore the Accept header (curl, browsers and scripts all get the file; errors are JSON)."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def _researcher_batch(request, batch_id: int):
+    return selectors.batch_for_researcher(request.user, batch_id)
+
+
+def _counts_payload(counts) -> dict:
+    return {
+        "sessions": counts.sessions,
+        "corrected": {f"round_{k}": n for k, n in enumerate(counts.corrected)} | {"never": counts.never},
+        "accuracy": _number(percent(accuracy(counts))),
+        "correction_rate": {f"round_{k}": _number(percent(correction_rate(counts, k))) for k in FEEDBACK_ROUNDS},
+    }
+
+
+def _number(value):
+    return None if value is None else float(value)
+
+
+class BatchListApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        name = serializers.CharField()
+        kind = serializers.CharField()
+        status = serializers.CharField()
+        task_count = serializers.IntegerField()
+        sessions_counted = serializers.IntegerField()
+        report_url = serializers.CharField()
+
+    @extend_schema(responses={200: OutputSerializer(many=True), 403: ERRORS[403]},
+                   summary="Batches you can read (admins: all)", tags=["research"])
+    def get(self, request):
+        if not request.user.is_researcher_role:
+            raise PermissionDenied("Only researchers and admins can read reports.")
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(selectors.batches_for_researcher(request.user), request, view=self)
+        rows = [
+            {"id": b.id, "name": b.name, "kind": b.kind, "status": b.status, "task_count": b.task_count,
+             "sessions_counted": b.sessions_counted, "report_url": reverse("api-batch-report", args=[b.id])}
+            for b in page
+        ]
+        return paginator.get_paginated_response(self.OutputSerializer(rows, many=True).data)
+
+
+class BatchReportApi(APIView):
+    @extend_schema(
+        parameters=FILTER_PARAMETERS,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Table 3 and Table 4 (as JSON tables), counts per model x category, per-annotator breakdown",
+        tags=["research"],
+    )
+    def get(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        filters = parse_filters(request.query_params)
+        report = selectors.batch_report(batch, filters)
+        aggregate = selectors.aggregate_of(batch)
+        return Response({
+            "batch": {"id": batch.id, "name": batch.name, "kind": batch.kind},
+            "filters": filters.query_params(),
+            "sessions": report.sessions,
+            "updated_at": aggregate.updated_at if aggregate else None,
+            "recomputed_at": aggregate.recomputed_at if aggregate else None,
+            "tables": {"accuracy": json.loads(to_json(report.accuracy)),
+                       "correction": json.loads(to_json(report.correction))},
+            "cells": [{"model": model, "category": category, **_counts_payload(counts)}
+                      for (model, category), counts in report.counts.items()],
+            "annotators": [{"annotator": row.pseudonym, **_counts_payload(row.counts)} for row in report.annotators],
+            "exports": {name: [reverse("api-batch-table", args=[batch.id, name, fmt]) for fmt in formats]
+                        for name, formats in exports.EXPORTS.items() if name != "sessions"},
+        })
+
+
+def _file_response(export: exports.Export):
+    if export.stream is not None:
+        response = StreamingHttpResponse(export.stream, content_type=export.content_type)
+    else:
+        response = HttpResponse(export.content, content_type=export.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
+    return response
+
+
+FILE_RESPONSES = {
+    (200, "text/csv"): OpenApiTypes.STR,
+    (200, "text/markdown"): OpenApiTypes.STR,
+    (200, "application/x-tex"): OpenApiTypes.STR,
+    (200, "application/json"): OpenApiTypes.OBJECT,
+    (200, "image/png"): OpenApiTypes.BINARY,
+    (200, "image/svg+xml"): OpenApiTypes.STR,
+    **ERRORS,
+}
+
+
+class BatchTableExportApi(APIView):
+    content_negotiation_class = FileContentNegotiation
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("name", str, OpenApiParameter.PATH, enum=[n for n in exports.EXPORTS if n != "sessions"],
+                             description="accuracy (Table 3), correction (Table 4), fig4, fig5, fire-ratings"),
+            OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=["csv", "md", "tex", "json", "png", "svg"],
+                             description="Tables: csv md tex json png svg; figures: png svg"),
+            *FILTER_PARAMETERS,
+        ],
+        responses=FILE_RESPONSES,
+        summary="Download a table or figure",
+        tags=["research"],
+    )
+    def get(self, request, batch_id: int, name: str, fmt: str):
+        batch = _researcher_batch(request, batch_id)
+        return _file_response(exports.build_export(batch, name, fmt, parse_filters(request.query_params)))
+
+
+class BatchSessionExportApi(APIView):
+    content_negotiation_class = FileContentNegotiation
+    fmt = "jsonl"
+
+    @extend_schema(
+        parameters=[*FILTER_PARAMETERS, OUTCOME_PARAMETER],
+        responses={(200, "application/jsonl"): OpenApiTypes.STR, **ERRORS},
+        summary="Completed sessions, one JSON line each with every round (annotators by pseudonym)",
+        tags=["research"],
+    )
+    def get(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        return _file_response(exports.build_export(batch, "sessions", self.fmt, parse_filters(request.query_params)))
+
+
+class BatchSessionFireExportApi(BatchSessionExportApi):
+    fmt = "fire"
+
+    @extend_schema(
+        parameters=[*FILTER_PARAMETERS, OUTCOME_PARAMETER],
+        responses={(200, "application/jsonl"): OpenApiTypes.STR, **ERRORS},
+        summary="Completed sessions as FIRE conversations (student = model, teacher = human), JSON lines",
+        tags=["research"],
+    )
+    def get(self, request, batch_id: int):
+        return super().get(request, batch_id)
+
+
+class BatchSessionListApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        session_id = serializers.IntegerField()
+        task = serializers.CharField(source="session.task.external_id")
+        category = serializers.CharField()
+        model = serializers.CharField(source="model_config.name")
+        annotator = serializers.CharField(source="annotator.pseudonym", allow_null=True, default=None)
+        corrected_round = serializers.SerializerMethodField()
+        completed_at = serializers.DateTimeField()
+        url = serializers.SerializerMethodField()
+
+        def get_corrected_round(self, row) -> int | None:
+            return None if row.corrected_round < 0 else row.corrected_round
+
+        def get_url(self, row) -> str:
+            return reverse("research-session", args=[row.batch_id, row.session_id])
+
+    @extend_schema(parameters=[*FILTER_PARAMETERS, OUTCOME_PARAMETER],
+                   responses={200: OutputSerializer(many=True), **ERRORS},
+                   summary="Completed sessions, newest first (paginated)", tags=["research"])
+    def get(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        rows = selectors.counted_sessions(batch, parse_filters(request.query_params))
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        return paginator.get_paginated_response(self.OutputSerializer(page, many=True).data)
+
+
+class JobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    progress = serializers.FloatField()
+    message = serializers.CharField()
+    error = serializers.CharField()
+    report = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class BatchRecomputeApi(APIView):
+    @extend_schema(request=None, responses={202: JobSerializer, **ERRORS},
+                   summary="Queue a full recount of the batch's sessions (a job; poll its URL)", tags=["research"])
+    def post(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        job = services.recompute_job_create(batch=batch, user=request.user)
+        headers = {"Location": reverse("api-batch-job", args=[batch.id, job.id])}
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED, headers=headers)
+
+
+class BatchJobApi(APIView):
+    @extend_schema(responses={200: JobSerializer, **ERRORS}, summary="A job of this batch (status, progress)",
+                   tags=["research"])
+    def get(self, request, batch_id: int, job_id: int):
+        batch = _researcher_batch(request, batch_id)
+        return Response(JobSerializer(selectors.job_for_batch(batch, job_id)).data)

@@ -1,0 +1,116 @@
+"""Every export of a batch, built one way for the three ways to reach it (pages, API, export_tables command).
+
+| name          | formats                         | what                                              |
+|---------------|---------------------------------|---------------------------------------------------|
+| accuracy      | csv md tex json png svg         | Table 3 (png/svg: the table drawn as a picture)   |
+| correction    | csv md tex json png svg         | Table 4                                           |
+| fig4 / fig5   | png svg                         | corrected-round distribution per model / category |
+| fire-ratings  | csv md tex json                 | FIRE Table A1 (mean ratings of feedback/responses)|
+| sessions      | jsonl fire                      | one JSON line per session / FIRE conversations    |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.apps import apps
+from django.core.exceptions import FieldError
+from django.utils.text import slugify
+
+from annotate.errors import ApplicationError, NotFound
+from annotate.models import Batch
+from evaluation import selectors
+from evaluation.exporters.plots import render_plot
+from evaluation.exporters.sessions import jsonl_lines
+from evaluation.exporters.table_image import render_table_image
+from evaluation.exporters.tables import Table, render
+from evaluation.filters import NO_FILTERS, ReportFilters
+from evaluation.fire_metrics import fire_rating_table
+
+TABLE_FORMATS = ("csv", "md", "tex", "json")
+IMAGE_FORMATS = ("png", "svg")
+EXPORTS: dict[str, tuple[str, ...]] = {
+    "accuracy": TABLE_FORMATS + IMAGE_FORMATS,
+    "correction": TABLE_FORMATS + IMAGE_FORMATS,
+    "fig4": IMAGE_FORMATS,
+    "fig5": IMAGE_FORMATS,
+    "fire-ratings": TABLE_FORMATS,
+    "sessions": ("jsonl", "fire"),
+}
+CONTENT_TYPES = {
+    "csv": "text/csv; charset=utf-8",
+    "md": "text/markdown; charset=utf-8",
+    "tex": "application/x-tex; charset=utf-8",
+    "json": "application/json",
+    "png": "image/png",
+    "svg": "image/svg+xml",
+    "jsonl": "application/jsonl; charset=utf-8",
+    "fire": "application/jsonl; charset=utf-8",
+}
+EXTENSIONS = {"fire": "fire.jsonl"}
+
+
+@dataclass
+class Export:
+    filename: str
+    content_type: str
+    content: bytes | None = None
+    stream: Iterator[bytes] | None = None  # large exports (sessions) are streamed, never held in memory
+
+    def read(self) -> bytes:
+        return self.content if self.content is not None else b"".join(self.stream or ())
+
+
+def check_export(name: str, fmt: str) -> None:
+    """Unknown export -> NotFound; a format the export does not have -> ApplicationError (400)."""
+    if name not in EXPORTS:
+        raise NotFound(f"Unknown export {name!r}; expected one of {', '.join(EXPORTS)}.")
+    if fmt not in EXPORTS[name]:
+        raise ApplicationError(
+            f"Unknown format {fmt!r} for {name}; expected one of {', '.join(EXPORTS[name])}.", code="bad_format"
+        )
+
+
+def export_filename(batch: Batch, name: str, fmt: str) -> str:
+    return f"{slugify(batch.name) or batch.id}-{name}.{EXTENSIONS.get(fmt, fmt)}"
+
+
+def fire_ratings_table(batch: Batch) -> Table:
+    """FIRE Table A1 from the batch's final ratings. Errors clearly where ratings do not exist (yet)."""
+    try:
+        rating_model = apps.get_model("annotate", "Rating")
+        rows = list(
+            rating_model.objects.filter(
+                turn__conversation__batch=batch, is_final=True, score__isnull=False,
+                turn__kind__in=["feedback", "response"],
+            ).values_list("turn__conversation__split", "turn__kind", "score")
+        )
+    except (LookupError, FieldError):
+        raise ApplicationError("FIRE ratings are not available yet in this installation.",
+                               code="not_available") from None
+    if not rows:
+        raise ApplicationError(f"Batch {batch.name!r} has no final FIRE ratings to export.", code="no_ratings")
+    return fire_rating_table((split or "all", kind, score) for split, kind, score in rows)
+
+
+def _paper_table(batch: Batch, name: str, filters: ReportFilters) -> Table:
+    accuracy, correction = selectors.report_tables(selectors.outcome_counts(batch, filters), filters)
+    return accuracy if name == "accuracy" else correction
+
+
+def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_FILTERS) -> Export:
+    check_export(name, fmt)
+    filename, content_type = export_filename(batch, name, fmt), CONTENT_TYPES[fmt]
+    if name == "sessions":
+        lines = jsonl_lines(selectors.export_sessions(batch, filters), fmt)
+        return Export(filename, content_type, stream=(line.encode() for line in lines))
+    if name in ("fig4", "fig5"):
+        counts = selectors.outcome_counts(batch, filters)
+        if not counts:
+            raise ApplicationError("No counted sessions to plot yet (for these filters).", code="no_sessions")
+        return Export(filename, content_type, render_plot(name, counts, fmt))
+    table = fire_ratings_table(batch) if name == "fire-ratings" else _paper_table(batch, name, filters)
+    if fmt in IMAGE_FORMATS:
+        return Export(filename, content_type, render_table_image(table, fmt))
+    return Export(filename, content_type, render(table, fmt).encode())
