@@ -55,12 +55,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_worker(log: Path, name: str = "test", concurrency: int = 2, **env) -> subprocess.Popen:
+def start_worker(log: Path, name: str = "test", concurrency: int = 2, queues: str = WORKER_QUEUES,
+                 **env) -> subprocess.Popen:
+    # A process group of its own, so a test can kill the worker with its pool children at once.
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "annotate", "worker", "-Q", WORKER_QUEUES, "-c", str(concurrency),
+        [sys.executable, "-m", "celery", "-A", "annotate", "worker", "-Q", queues, "-c", str(concurrency),
          "--loglevel", "INFO", "-n", f"{name}-{os.getpid()}@%h", "--without-mingle", "--without-gossip"],
-        cwd=ROOT, env=child_env(**env), stdout=log.open("ab"), stderr=subprocess.STDOUT,
+        cwd=ROOT, env=child_env(**env), stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
     )
+
+
+def kill_hard(process: subprocess.Popen) -> None:
+    """SIGKILL the process and its children: no warm shutdown, no acknowledgement."""
+    import signal
+
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def wait_worker_ready(log: Path, timeout: float = 60) -> None:
