@@ -26,9 +26,82 @@ class FeedbackLabUserAdmin(UserAdmin):
 
 @admin.register(ModelConfig)
 class ModelConfigAdmin(admin.ModelAdmin):
+    """Model configs, with "Test this model": an action and a button that queue a check on the model's queue
+    (annotate.services.model_check) and show its result page, which reloads until the job is done."""
+
     list_display = ("name", "display_name", "backend", "queue_name", "is_active")
     list_filter = ("backend", "is_active")
     search_fields = ("name", "display_name")
+    actions = ["test_model"]
+    change_form_template = "admin/annotate/modelconfig/change_form.html"
+    check_result_template = "admin/annotate/modelconfig/check_result.html"
+
+    def get_urls(self):
+        from django.urls import path
+
+        view = self.admin_site.admin_view
+        return [
+            path("<int:object_id>/check/", view(self.check_view), name="annotate_modelconfig_check"),
+            path("checks/<int:job_id>/", view(self.check_result_view), name="annotate_modelconfig_check_result"),
+        ] + super().get_urls()
+
+    @admin.action(description="Test this model (one short prompt with an image)", permissions=["change"])
+    def test_model(self, request, queryset):
+        from django.shortcuts import redirect
+        from django.urls import reverse
+        from django.utils.html import format_html, format_html_join
+
+        from annotate.services.model_check import model_config_check
+
+        jobs = [(config, model_config_check(config=config, created_by=request.user)) for config in queryset]
+        if len(jobs) == 1:
+            return redirect(reverse("admin:annotate_modelconfig_check_result", args=[jobs[0][1].pk]))
+        links = format_html_join(
+            ", ", '<a href="{}">{}</a>',
+            ((reverse("admin:annotate_modelconfig_check_result", args=[job.pk]), config.name) for config, job in jobs),
+        )
+        self.message_user(request, format_html("Queued {} model checks: {}", len(jobs), links))
+        return None
+
+    def check_view(self, request, object_id: int):
+        """POST from the change page's button: queue the check (a write, so never on GET)."""
+        from django.core.exceptions import PermissionDenied
+        from django.shortcuts import get_object_or_404, redirect
+        from django.urls import reverse
+
+        from annotate.services.model_check import model_config_check
+
+        config = get_object_or_404(ModelConfig, pk=object_id)
+        if request.method != "POST":
+            return redirect(reverse("admin:annotate_modelconfig_change", args=[config.pk]))
+        if not self.has_change_permission(request, config):
+            raise PermissionDenied
+        job = model_config_check(config=config, created_by=request.user, with_image=request.POST.get("image") != "0")
+        return redirect(reverse("admin:annotate_modelconfig_check_result", args=[job.pk]))
+
+    def check_result_view(self, request, job_id: int):
+        from django.core.exceptions import PermissionDenied
+        from django.shortcuts import get_object_or_404
+        from django.template.response import TemplateResponse
+
+        from annotate.selectors.jobs import job_is_finished
+        from annotate.services.model_check import model_check_hint
+
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        job = get_object_or_404(Job, pk=job_id, kind=Job.Kind.MODEL_CHECK)
+        config = ModelConfig.objects.filter(pk=job.params.get("model_config_id")).first()
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Model check: {job.params.get('model', '?')}",
+            "opts": self.model._meta,
+            "job": job,
+            "config": config,
+            "report": job.report or {},
+            "done": job_is_finished(job),
+            "hint": model_check_hint(job),
+        }
+        return TemplateResponse(request, self.check_result_template, context)
 
 
 @admin.register(Batch)

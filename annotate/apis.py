@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotate.models import Batch
+from annotate.selectors.conversations import assignment_page_url
 from annotate.selectors.sessions import access_session, session_for_annotator, session_snapshot
 from annotate.services import queue as queue_services
 from annotate.services import sessions as session_services
@@ -98,7 +98,8 @@ class NextItemApi(APIView):
         batch = serializers.CharField(required=False, help_text="Batch name; any open batch when omitted")
 
     class OutputSerializer(serializers.Serializer):
-        session_id = serializers.IntegerField()
+        session_id = serializers.IntegerField(allow_null=True, help_text="null for a FIRE conversation")
+        conversation_id = serializers.IntegerField(allow_null=True, help_text="set for a FIRE conversation")
         url = serializers.CharField()
 
     @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 204: None},
@@ -114,8 +115,10 @@ class NextItemApi(APIView):
         assignment = queue_services.assignment_next(annotator=request.user, batch=batch)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        session_id = assignment.session.id
-        return Response({"session_id": session_id, "url": reverse("session-page", args=[session_id])})
+        conversation_id = assignment.work_item.conversation_id
+        session_id = None if conversation_id else assignment.session.id
+        return Response({"session_id": session_id, "conversation_id": conversation_id,
+                         "url": assignment_page_url(assignment)})
 
 
 class SessionHeartbeatApi(APIView):

@@ -7,7 +7,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.selectors.conversations import access_conversation, conversation_for_rating, conversation_payload
+from annotate.selectors.conversations import (
+    access_conversation,
+    conversation_for_rating,
+    conversation_payload,
+)
 from annotate.services import preferences as preference_services
 from annotate.services import ratings as rating_services
 from annotate.services.queue import assignment_renew

@@ -27,6 +27,11 @@ class User(AbstractUser):
     external_id = models.CharField(
         max_length=128, null=True, blank=True, unique=True, help_text="Crowdsourcing id (e.g. Prolific PID)"
     )
+    # Crowd participants (invite link / Prolific entry) are served only the batch they joined.
+    crowd_batch = models.ForeignKey(
+        "Batch", null=True, blank=True, on_delete=models.SET_NULL, related_name="crowd_annotators",
+        help_text="Set by an invite link: the queue serves this annotator only this batch",
+    )
 
     @property
     def is_admin_role(self) -> bool:
@@ -107,6 +112,8 @@ class Batch(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Shown on the completion page to invited participants who have no items left (never put in the invite link).
+    completion_code = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -194,7 +201,11 @@ class WorkItem(models.Model):
                 name="work_item_task_xor_conversation",
             ),
         ]
-        indexes = [models.Index(fields=["batch", "completed_count", "active_count"], name="work_item_open")]
+        indexes = [
+            models.Index(fields=["batch", "completed_count", "active_count"], name="work_item_open"),
+            # The next-item query walks this in its ORDER BY and stops at the first free row (no sort of the batch).
+            models.Index(fields=["batch", "pinned_to", "-completed_count", "id"], name="work_item_queue"),
+        ]
 
 
 class Assignment(models.Model):

@@ -105,6 +105,9 @@ _celery_redis = (
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or _celery_redis
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or _celery_redis
 CELERY_TASK_ACKS_LATE = True
+# Job and round rows carry every outcome; nobody reads Celery results. Storing them cost a Redis write per
+# task, and every apply_async also SUBSCRIBEd the web process to the result's channel (on the submit path).
+CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
@@ -119,7 +122,9 @@ MODEL_QUEUE_PREFIX = "model."
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 30},
+        # redis-py 8 reads with a 5 s socket timeout by default, as long as channels_redis's blocking receive
+        # (BZPOPMIN, 5 s): every WebSocket idle for 5 s crashed with "Timeout reading". Leave reads room.
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "capacity": 1500, "expiry": 30},
     }
 }
 

@@ -36,9 +36,25 @@ def round_generate(self, round_id: int) -> None:
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def batch_import_job(job_id: int) -> None:
     """Run an uploaded batch import (the Job row carries the file and the options)."""
-    from annotate.services import batches  # services import this module lazily; keep the cycle lazy too
+    from annotate.services import import_jobs  # services import this module lazily; keep the cycle lazy too
 
     try:
-        batches.import_job_run(job_id=job_id)
+        import_jobs.import_job_run(job_id=job_id)
     except SoftTimeLimitExceeded:
-        batches.import_job_fail(job_id=job_id, message="The import took too long and was stopped; nothing was written.")
+        import_jobs.import_job_fail(job_id=job_id, message="The import took too long and was stopped; nothing was written.")
+
+
+# acks_late off on purpose: a check is cheap to run again, and a model that kills its worker (out of memory)
+# must not be redelivered to the next worker in a loop. The job row already says "running" meanwhile.
+@shared_task(acks_late=False)
+def model_config_check_job(job_id: int) -> None:
+    """The admin's "Test this model": one short prompt with an image (a Job row of kind model_check)."""
+    from annotate.services import model_check
+
+    try:
+        model_check.model_config_check_run(job_id=job_id)
+    except SoftTimeLimitExceeded:
+        model_check.model_check_fail(job_id=job_id, error="The model took too long to answer (time limit).")
+    except Exception as error:  # anything else still ends the job, so the page stops waiting
+        model_check.model_check_fail(job_id=job_id, error=f"{type(error).__name__}: {error}")
+        raise

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotate import apis, apis_fire, views, views_fire
+from annotate import apis, apis_fire, apis_import, apis_models, views, views_fire, views_import
 
 api_patterns = [
     path("next/", apis.NextItemApi.as_view(), name="api-next"),
@@ -24,6 +24,14 @@ api_patterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("evaluation.api_urls")),
+    path("imports/", apis_import.ImportCreateApi.as_view(), name="api-imports"),
+    path("imports/<int:job_id>/", apis_import.ImportJobApi.as_view(), name="api-import-job"),
+]
+# Model configs, "test this model" and job status (annotate/apis_models.py).
+api_patterns += [
+    path("models/", apis_models.ModelListApi.as_view(), name="api-models"),
+    path("models/<slug:name>/check/", apis_models.ModelCheckApi.as_view(), name="api-model-check"),
+    path("jobs/<int:job_id>/", apis_models.JobDetailApi.as_view(), name="api-job"),
 ]
 
 urlpatterns = [
@@ -39,4 +47,20 @@ urlpatterns = [
     path("research/", include("evaluation.urls")),
     path("api/", include(api_patterns)),
     path("admin/", admin.site.urls),
+    path("imports/new/", views_import.import_new, name="import-new"),
+    path("imports/<int:job_id>/", views_import.import_job_page, name="import-job"),
+]
+
+# Verdict review (apis_review.py), per-annotator quality page (views_quality.py), crowd entry (views_crowd.py).
+from annotate import apis_review, views_crowd, views_quality  # noqa: E402
+
+api_patterns += [
+    path("rounds/<int:round_id>/verdict-override/", apis_review.RoundVerdictOverrideApi.as_view(),
+         name="api-round-verdict-override"),
+    path("rounds/<int:round_id>/overrides/", apis_review.RoundOverridesApi.as_view(), name="api-round-overrides"),
+]
+urlpatterns += [
+    path("research/batches/<int:batch_id>/quality/", views_quality.batch_quality_page, name="research-quality"),
+    path("join/<str:token>/", views_crowd.join, name="crowd-join"),
+    path("done/", views_crowd.done, name="crowd-done"),
 ]

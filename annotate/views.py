@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from annotate.errors import NotFound
 from annotate.models import ImageBlob, Session, Task
+from annotate.selectors.conversations import assignment_page_url
 from annotate.selectors.sessions import access_session, annotator_progress, session_snapshot
 from annotate.services.queue import assignment_current, assignment_next, open_items_count
 
@@ -39,7 +40,7 @@ def next_item(request):
     if assignment is None:
         messages.info(request, "Nothing left to annotate right now. Thank you!")
         return redirect("home")
-    return redirect("session-page", session_id=assignment.session.id)
+    return redirect(assignment_page_url(assignment))  # a session page, or the FIRE rating page
 
 
 @login_required

@@ -10,10 +10,12 @@ import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 
 from annotate.errors import ApplicationError, NotFound
+from annotate.models import Batch
 from annotate.selectors.conversations import PREFERENCE_DIMENSIONS, access_conversation, conversation_payload
 from annotate.services.preferences import preference_save
 from annotate.services.ratings import ratings_save
@@ -60,7 +62,7 @@ def fire_rate_page(request, conversation_id: int):
         raise Http404("Conversation not found") from None
     if request.method == "POST":
         if assignment is None:
-            raise Http404("Conversation not found")
+            raise PermissionDenied("Only the annotator this conversation is assigned to can rate it.")
         try:
             _save_form(request, conversation, final=True)
         except ApplicationError as error:
@@ -79,7 +81,7 @@ def _save_form(request, conversation, *, final: bool) -> None:
     post = request.POST
     indices = [t.index for t in conversation.turns.all() if t.is_rateable]
     crid = (post.get("client_request_id") or "")[:64]
-    if conversation.batch.kind == "preference":
+    if conversation.batch.kind == Batch.Kind.PREFERENCE:
         ratings = {
             i: {**{d: _int_or_none(post.get(f"{d}-{i}")) for d in PREFERENCE_DIMENSIONS},
                 "reason": post.get(f"comment-{i}", "")}

@@ -11,7 +11,7 @@ import json
 from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.pagination import PageNumberPagination
@@ -68,6 +68,7 @@ def _number(value):
 
 
 class BatchListApi(APIView):
+    @extend_schema_serializer(component_name="ResearchBatch")  # nested names must be unique in the schema
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         name = serializers.CharField()
@@ -189,6 +190,7 @@ class BatchSessionFireExportApi(BatchSessionExportApi):
 
 
 class BatchSessionListApi(APIView):
+    @extend_schema_serializer(component_name="ResearchSessionRow")
     class OutputSerializer(serializers.Serializer):
         session_id = serializers.IntegerField()
         task = serializers.CharField(source="session.task.external_id")
@@ -216,6 +218,7 @@ class BatchSessionListApi(APIView):
         return paginator.get_paginated_response(self.OutputSerializer(page, many=True).data)
 
 
+@extend_schema_serializer(component_name="AggregationJob")
 class JobSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()

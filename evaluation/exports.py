@@ -109,7 +109,7 @@ def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_
         counts = selectors.outcome_counts(batch, filters)
         if not counts:
             raise ApplicationError("No counted sessions to plot yet (for these filters).", code="no_sessions")
-        return Export(filename, content_type, render_plot(name, counts, fmt))
+        return Export(filename, content_type, render_plot(name, counts, fmt, **selectors.layout(counts)))
     table = fire_ratings_table(batch) if name == "fire-ratings" else _paper_table(batch, name, filters)
     if fmt in IMAGE_FORMATS:
         return Export(filename, content_type, render_table_image(table, fmt))

@@ -8,6 +8,10 @@
 - `AnnotatorOutcomeCounter`: the same per annotator, for the annotator filter and the per-annotator breakdown.
 - `BatchAggregate`: one row per batch; its row lock serialises incremental updates against a full recompute.
 
+The first three are derived data, rebuilt by a recompute. Their foreign keys have no database constraint and no
+index of their own (Django still cascades deletes; the composite indexes lead with `batch`): on 250k sessions the
+per-row constraint checks and three extra indexes would triple the time to rebuild them.
+
 Writes live in evaluation/services.py.
 """
 
@@ -33,14 +37,19 @@ class BatchAggregate(models.Model):
     recomputed_at = models.DateTimeField(null=True, blank=True, help_text="Last full recompute")
 
 
+def _derived_fk(to, **kwargs):
+    return models.ForeignKey(to, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False,
+                             **kwargs)
+
+
 class CountedSession(models.Model):
-    session = models.OneToOneField(Session, on_delete=models.CASCADE, primary_key=True, related_name="+")
-    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="+")
-    model_config = models.ForeignKey(ModelConfig, on_delete=models.CASCADE, related_name="+")
-    category = models.CharField(max_length=100)
-    annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    session = models.OneToOneField(
+        Session, on_delete=models.CASCADE, primary_key=True, related_name="+", db_constraint=False
     )
+    batch = _derived_fk(Batch)
+    model_config = _derived_fk(ModelConfig)
+    category = models.CharField(max_length=100)
+    annotator = _derived_fk(settings.AUTH_USER_MODEL, null=True, blank=True)
     corrected_round = models.SmallIntegerField(help_text="0..3, or -1 for never corrected")
     completed_at = models.DateTimeField()
 
@@ -48,15 +57,15 @@ class CountedSession(models.Model):
         indexes = [
             # Date-filtered GROUP BY and the session browser (newest first) read only this index.
             models.Index(
-                fields=["batch", "completed_at", "model_config", "category", "corrected_round"],
+                fields=["batch", "completed_at", "model_config", "category", "corrected_round", "annotator"],
                 name="counted_by_batch_date",
             ),
         ]
 
 
 class _Counter(models.Model):
-    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="+")
-    model_config = models.ForeignKey(ModelConfig, on_delete=models.CASCADE, related_name="+")
+    batch = _derived_fk(Batch)
+    model_config = _derived_fk(ModelConfig)
     category = models.CharField(max_length=100)
     corrected_round = models.SmallIntegerField(help_text="0..3, or -1 for never corrected")
     count = models.PositiveIntegerField(default=0)
@@ -75,7 +84,7 @@ class OutcomeCounter(_Counter):
 
 
 class AnnotatorOutcomeCounter(_Counter):
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    annotator = _derived_fk(settings.AUTH_USER_MODEL)
 
     class Meta:
         constraints = [

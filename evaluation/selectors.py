@@ -78,9 +78,15 @@ def _annotator_id(filters: ReportFilters) -> int | None:
     return annotator_id
 
 
-def _rows(batch: Batch, filters: ReportFilters, *, per_annotator: bool = False) -> tuple[QuerySet, Count | Sum]:
+_UNRESOLVED = object()
+
+
+def _rows(
+    batch: Batch, filters: ReportFilters, *, per_annotator: bool = False, annotator_id=_UNRESOLVED
+) -> tuple[QuerySet, Count | Sum]:
     """The cheapest rows that answer these filters, and how to count them."""
-    annotator_id = _annotator_id(filters)
+    if annotator_id is _UNRESOLVED:
+        annotator_id = _annotator_id(filters)
     if filters.by_date:
         start, end = filters.completed_range()
         rows, total = CountedSession.objects.filter(batch=batch), Count("pk")
@@ -103,26 +109,38 @@ def _rows(batch: Batch, filters: ReportFilters, *, per_annotator: bool = False) 
     return rows, total
 
 
-def _add(counts: OutcomeCounts, corrected_round: int, n: int) -> OutcomeCounts:
-    # Rounds past 3 (a batch with more feedback rounds) are outside the paper's tables: "never within 3".
-    corrected = list(counts.corrected)
-    if corrected_round != NEVER and corrected_round in ROUNDS:
-        corrected[corrected_round] += n
-    return OutcomeCounts(counts.sessions + n, tuple(corrected))  # type: ignore[arg-type]
+def _tally(items) -> dict:
+    """(key, corrected_round, n) rows -> {key: OutcomeCounts}, summed in plain ints (28k rows: ~10 ms)."""
+    cells: dict = {}
+    for key, corrected_round, n in items:
+        cell = cells.setdefault(key, [0, 0, 0, 0, 0])
+        cell[0] += n
+        # Rounds past 3 (a batch with more feedback rounds) are outside the paper's tables: "never within 3".
+        if corrected_round != NEVER and corrected_round in ROUNDS:
+            cell[1 + corrected_round] += n
+    return {key: OutcomeCounts(cell[0], tuple(cell[1:])) for key, cell in cells.items()}
 
 
-def outcome_counts(batch: Batch, filters: ReportFilters = NO_FILTERS) -> dict[CountsKey, OutcomeCounts]:
-    """(model name, category) -> OutcomeCounts, models and categories in alphabetical order. One query."""
-    rows, total = _rows(batch, filters)
-    grouped = (
-        rows.values_list("model_config__name", "category", "corrected_round")
-        .annotate(n=total)
-        .order_by("model_config__name", "category", "corrected_round")
-    )
-    counts: dict[CountsKey, OutcomeCounts] = {}
-    for model, category, corrected_round, n in grouped:
-        counts[(model, category)] = _add(counts.get((model, category), OutcomeCounts()), corrected_round, n)
-    return dict(sorted(counts.items(), key=lambda item: (item[0][0], item[0][1])))
+def _model_names(ids) -> dict[int, str]:
+    return dict(ModelConfig.objects.filter(pk__in=set(ids)).values_list("pk", "name"))
+
+
+def _pseudonyms(ids) -> dict[int, str]:
+    return dict(User.objects.filter(pk__in=set(ids)).values_list("pk", "pseudonym"))
+
+
+# Grouping by ids and naming them afterwards keeps the GROUP BY a hash aggregate over narrow integer keys
+# (on 145k rows: 0.1 s instead of 0.4 s with the names joined in).
+
+
+def outcome_counts(
+    batch: Batch, filters: ReportFilters = NO_FILTERS, annotator_id=_UNRESOLVED
+) -> dict[CountsKey, OutcomeCounts]:
+    """(model name, category) -> OutcomeCounts. Two queries (the counts, the model names)."""
+    rows, total = _rows(batch, filters, annotator_id=annotator_id)
+    grouped = list(rows.values_list("model_config_id", "category", "corrected_round").annotate(n=total).order_by())
+    names = _model_names(model_id for model_id, *_ in grouped)
+    return _tally(((names[model_id], category), r, n) for model_id, category, r, n in grouped)
 
 
 @dataclass(frozen=True)
@@ -131,15 +149,19 @@ class AnnotatorRow:
     counts: OutcomeCounts
 
 
-def annotator_breakdown(batch: Batch, filters: ReportFilters = NO_FILTERS) -> list[AnnotatorRow]:
-    """Per annotator (pseudonyms only), pooled over the filtered models and categories. One query."""
-    rows, total = _rows(batch, filters, per_annotator=True)
-    grouped = rows.values_list("annotator__pseudonym", "corrected_round").annotate(n=total).order_by()
-    by_annotator: dict[str, OutcomeCounts] = {}
-    for pseudonym, corrected_round, n in grouped:
-        by_annotator[pseudonym] = _add(by_annotator.get(pseudonym, OutcomeCounts()), corrected_round, n)
+def _ordered(by_annotator: dict[str, OutcomeCounts]) -> list[AnnotatorRow]:
     ordered = sorted(by_annotator.items(), key=lambda item: (-item[1].sessions, item[0]))
     return [AnnotatorRow(pseudonym, counts) for pseudonym, counts in ordered]
+
+
+def annotator_breakdown(
+    batch: Batch, filters: ReportFilters = NO_FILTERS, annotator_id=_UNRESOLVED
+) -> list[AnnotatorRow]:
+    """Per annotator (pseudonyms only), pooled over the filtered models and categories. Two queries."""
+    rows, total = _rows(batch, filters, per_annotator=True, annotator_id=annotator_id)
+    grouped = list(rows.values_list("annotator_id", "corrected_round").annotate(n=total).order_by())
+    pseudonyms = _pseudonyms(annotator_id for annotator_id, *_ in grouped)
+    return _ordered(_tally((pseudonyms[annotator_id], r, n) for annotator_id, r, n in grouped))
 
 
 def filter_options(batch: Batch) -> dict[str, list]:
@@ -171,19 +193,41 @@ class Report:
         return sum(counts.sessions for counts in self.counts.values())
 
 
+def layout(counts: dict[CountsKey, OutcomeCounts]) -> dict[str, list[str]]:
+    """Rows and columns of the tables and figures: models and categories in alphabetical order."""
+    return {"models": sorted({m for m, _ in counts}), "categories": sorted({c for _, c in counts})}
+
+
 def report_tables(counts: dict[CountsKey, OutcomeCounts], filters: ReportFilters) -> tuple[Table, Table]:
     """Table 3 and Table 4, with a note naming the filters when the tables cover a subset."""
-    accuracy, correction = accuracy_table(counts), correction_rate_table(counts)
+    accuracy, correction = accuracy_table(counts, **layout(counts)), correction_rate_table(counts, **layout(counts))
     if filters.describe():
         accuracy.notes.append(filters.describe())
         correction.notes.append(filters.describe())
     return accuracy, correction
 
 
+def _date_filtered(batch: Batch, filters: ReportFilters, annotator_id):
+    """Counts and breakdown from ONE GROUP BY over the date range (the expensive read), then names."""
+    rows, total = _rows(batch, filters, annotator_id=annotator_id)
+    grouped = list(
+        rows.values_list("model_config_id", "category", "annotator_id", "corrected_round").annotate(n=total).order_by()
+    )
+    names = _model_names(row[0] for row in grouped)
+    pseudonyms = _pseudonyms(row[2] for row in grouped if row[2] is not None)
+    counts = _tally(((names[m], category), r, n) for m, category, _, r, n in grouped)
+    by_annotator = _tally((pseudonyms[a], r, n) for _, _, a, r, n in grouped if a is not None)
+    return counts, _ordered(by_annotator)
+
+
 def batch_report(batch: Batch, filters: ReportFilters = NO_FILTERS, *, breakdown: bool = True) -> Report:
-    counts = outcome_counts(batch, filters)
+    annotator_id = _annotator_id(filters)
+    if filters.by_date and breakdown:
+        counts, annotators = _date_filtered(batch, filters, annotator_id)
+    else:
+        counts = outcome_counts(batch, filters, annotator_id)
+        annotators = annotator_breakdown(batch, filters, annotator_id) if breakdown else []
     accuracy, correction = report_tables(counts, filters)
-    annotators = annotator_breakdown(batch, filters) if breakdown else []
     return Report(batch, filters, counts, accuracy, correction, annotators)
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 from annotate.importers.common import ImportContext, Importer, ImportReport, Problem
 from annotate.importers.fire import FireImporter
 from annotate.importers.interfeedback import InterFeedbackImporter
+from annotate.importers.preference import PreferenceImporter
 from annotate.importers.rows import RowsImporter
 
 IMPORTERS: dict[str, Importer] = {
     "interfeedback": InterFeedbackImporter(),
     "fire": FireImporter(),
+    "preference": PreferenceImporter(),
     "rows": RowsImporter(),
 }
 

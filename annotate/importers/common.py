@@ -7,12 +7,15 @@ fix a file in one pass, and they write nothing unless the whole file is clean.
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from annotate.importers.sources import (  # noqa: F401  (re-exported for importers)
     LIMITS,
@@ -115,6 +118,19 @@ class ImportReport:
         return "\n".join(lines)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: an import builds ~10 containers per record and hardly any cycles, and
+    the collector's repeated passes over them cost more than parsing itself (2-3x on 100k records)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 # --- text ---------------------------------------------------------------------------------------------------
 
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -169,20 +185,26 @@ def text_lines(text: str, report: ImportReport) -> list[tuple[int, str]]:
 
 # --- JSON ---------------------------------------------------------------------------------------------------
 
-def _json_loads(text: str):
-    return json.loads(text)
-
-
 def parse_jsonl(lines: list[tuple[int, str]], report: ImportReport) -> list[tuple[int, Any]]:
     records = []
+    loads = orjson.loads  # several times faster than json.loads on 100k lines
     for number, line in lines:
         try:
-            records.append((number, _json_loads(line)))
-        except json.JSONDecodeError as error:
-            report.add(number, None, f"invalid JSON: {error.msg} at column {error.colno}")
-        except RecursionError:
-            report.add(number, None, "invalid JSON: nested too deeply")
+            records.append((number, loads(line)))
+        except orjson.JSONDecodeError:
+            report.add(number, None, _json_error(line))
     return records
+
+
+def _json_error(line: str) -> str:
+    """The standard library's wording ("Unterminated string starting at ...") is the clearer one."""
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as error:
+        return f"invalid JSON: {error.msg} (column {error.colno})"
+    except RecursionError:
+        return "invalid JSON: nested too deeply"
+    return "invalid JSON (numbers too large, NaN, or invalid Unicode escapes)"
 
 
 def parse_json_array(text: str, report: ImportReport) -> list[tuple[int, Any]]:
@@ -206,7 +228,7 @@ def parse_json_array(text: str, report: ImportReport) -> list[tuple[int, Any]]:
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as error:
-            report.add(error.lineno, None, f"invalid JSON: {error.msg} at column {error.colno}")
+            report.add(error.lineno, None, f"invalid JSON: {error.msg} (column {error.colno})")
             return records
         except RecursionError:
             report.add(line, None, "invalid JSON: nested too deeply")
@@ -247,6 +269,9 @@ def _shown(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+NUL_MESSAGE = "contains a NUL character (\\u0000), which the database cannot store"
+
+
 class Fields:
     """Typed reads of one record's fields; every failure becomes a problem at the record's line."""
 
@@ -270,6 +295,9 @@ class Fields:
     def text(self, name: str, *, required: bool = True, max_len: int | None = None, allow_empty: bool = False,
              numbers_ok: bool = False, default: str = "") -> str | None:
         value = self.record.get(name)
+        if value.__class__ is str and (max_len is None or len(value) <= max_len) and (
+                allow_empty or (value and not value.isspace())) and "\x00" not in value:
+            return value  # the common case, checked without allocating
         if value is None:
             if required:
                 self.problem(name, "is required")
@@ -285,6 +313,9 @@ class Fields:
             return None
         if max_len is not None and len(value) > max_len:
             self.problem(name, f"is {len(value):,} characters long; at most {max_len:,} are allowed")
+            return None
+        if "\x00" in value:
+            self.problem(name, NUL_MESSAGE)
             return None
         return value
 
@@ -306,6 +337,9 @@ class Fields:
             elif not allow_empty_items and not item.strip():
                 self.problem(f"{name}[{index}]", "must not be empty")
                 ok = False
+            elif "\x00" in item:
+                self.problem(f"{name}[{index}]", NUL_MESSAGE)
+                ok = False
         return value if ok else None
 
     def mapping(self, name: str) -> dict | None:
@@ -314,6 +348,9 @@ class Fields:
             return {}
         if not isinstance(value, dict):
             self.problem(name, f"expected an object, got {json_type(value)} ({_shown(value)})")
+            return None
+        if value and b"\\u0000" in orjson.dumps(value):
+            self.problem(name, NUL_MESSAGE)
             return None
         return value
 

@@ -70,9 +70,10 @@ def _records_and_images(path: Path, images: Path | None, report: ImportReport):
 
 
 def validate(
-    path: Path, *, images: Path | None, report: ImportReport
+    path: Path, *, images: Path | None, report: ImportReport, parse=parse_record
 ) -> tuple[list[ParsedConversation], dict[str, PreparedImage]]:
-    """Read and check every record; problems go to the report. Returns the conversations and their images."""
+    """Read and check every record with ``parse``; problems go to the report. Returns the conversations and
+    their images."""
     with report.timed("validate"):
         records, image_source = _records_and_images(path, images, report)
         if len(records) > LIMITS.max_records:
@@ -85,7 +86,7 @@ def validate(
         unknown: set[str] = set()
         parsed = []
         for position, (line, record) in enumerate(records, start=1):
-            conv = parse_record(line, position, record, image_finder, report, seen_ids, unknown)
+            conv = parse(line, position, record, image_finder, report, seen_ids, unknown)
             if conv is not None:
                 sha = image_finder.prepared[conv.image_key].sha256 if conv.image_key else None
                 conv.content_hash = content_hash(conv, sha)
@@ -163,14 +164,17 @@ class FireImporter(Importer):
 
     name = KIND
     batch_kind = Batch.Kind.FIRE
+    parse = staticmethod(parse_record)
 
     def validate(self, ctx: ImportContext) -> FirePlan | None:
         report = ctx.report
         images = ctx.options.get("images") or ctx.options.get("images_dir")
-        parsed, prepared = validate(Path(ctx.path), images=Path(images) if images else None, report=report)
+        parsed, prepared = validate(Path(ctx.path), images=Path(images) if images else None, report=report,
+                                    parse=self.parse)
         batch = ctx.batch
-        if batch is not None and batch.kind != Batch.Kind.FIRE:
-            report.add(None, None, f"batch {batch.name!r} exists and is a {batch.get_kind_display()} batch, not FIRE")
+        if batch is not None and batch.kind != self.batch_kind:
+            report.add(None, None, f"batch {batch.name!r} exists and is a {batch.get_kind_display()} batch, "
+                       f"not {Batch.Kind(self.batch_kind).label}")
         report.counts.update({
             "conversations": len(parsed), "turns": sum(len(c.turns) for c in parsed),
             "rateable turns": sum(t.is_rateable for c in parsed for t in c.turns), "images": len(prepared),

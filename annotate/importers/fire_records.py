@@ -66,7 +66,7 @@ def rateable_flags(roles: list[str]) -> list[bool]:
     return flags
 
 
-def _value_text(fields: Fields, name: str) -> str | None:
+def value_text(fields: Fields, name: str) -> str | None:
     """FIRE wraps question and ground truth as ``{"role": "user", "value": ...}``; a bare string is accepted."""
     value = fields.record.get(name)
     if value is None:
@@ -195,41 +195,55 @@ class ImageFinder:
         return key
 
 
+def record_basics(fields: Fields, position: int, images: ImageFinder, seen_ids: dict[str, int], *,
+                  id_prefix: str) -> dict:
+    """The fields every conversation record shares: id (or ``<prefix>-<record number>``), source, split, image."""
+    external_id = fields.text("id", required=False, max_len=200, numbers_ok=True) or f"{id_prefix}-{position:06d}"
+    if external_id in seen_ids:
+        fields.problem("id", f"duplicate id {external_id!r} (first on line {seen_ids[external_id]})")
+    else:
+        seen_ids[external_id] = fields.line
+    image_name = fields.text("image", required=False, max_len=500, allow_empty=True) or ""
+    if not image_name:
+        image_name = fields.text("img_path", required=False, max_len=500, allow_empty=True) or ""
+    return {
+        "external_id": external_id,
+        "source": fields.text("source", required=False, max_len=200, allow_empty=True) or "",
+        "split": fields.text("split", required=False, max_len=100, allow_empty=True) or "",
+        "image_name": image_name,
+        "image_key": images.resolve(fields, image_name) if image_name else None,
+    }
+
+
+def extra_fields(fields: Fields, known: frozenset[str], unknown: set[str], *, label: str) -> dict:
+    """Fields outside the schema: kept in the metadata, with one warning per field name."""
+    record = fields.record
+    extra = {key: record[key] for key in record.keys() - known}
+    for key in sorted(extra.keys() - unknown):
+        unknown.add(key)
+        fields.report.warn(f"field {key!r} (first on line {fields.line}) is not a {label} field; "
+                           "it is kept in the metadata")
+    metadata = {"extra": extra} if extra else {}
+    if record.get("img_path") and record.get("img_path") != (record.get("image") or record.get("img_path")):
+        metadata["img_path"] = record["img_path"]
+    return metadata
+
+
 def parse_record(line: int, position: int, record: Any, images: ImageFinder, report: ImportReport,
-                  seen_ids: dict[str, int], unknown: set[str]) -> ParsedConversation | None:
+                 seen_ids: dict[str, int], unknown: set[str]) -> ParsedConversation | None:
+    """One released FIRE record."""
     if not isinstance(record, dict):
         report.add(line, None, f"expected a JSON object (one conversation), got {json_type(record)}")
         return None
     fields = Fields(record, line, report)
-    external_id = fields.text("id", required=False, max_len=200, numbers_ok=True) or f"fire-{position:06d}"
-    if external_id in seen_ids:
-        fields.problem("id", f"duplicate id {external_id!r} (first on line {seen_ids[external_id]})")
-    else:
-        seen_ids[external_id] = line
-    question = _value_text(fields, "question")
-    ground_truth = _value_text(fields, "groundtruth")
+    basics = record_basics(fields, position, images, seen_ids, id_prefix="fire")
+    question = value_text(fields, "question")
+    ground_truth = value_text(fields, "groundtruth")
     turns = _turns(fields)
-    source = fields.text("source", required=False, max_len=200, allow_empty=True)
-    split = fields.text("split", required=False, max_len=100, allow_empty=True)
     round_ = _round(fields)
     scores = _scores(fields, None if turns is None else sum(t.role == "teacher" for t in turns))
-    image_name = fields.text("image", required=False, max_len=500, allow_empty=True) or ""
-    if not image_name:
-        image_name = fields.text("img_path", required=False, max_len=500, allow_empty=True) or ""
-    image_key = images.resolve(fields, image_name) if image_name and not fields.failed else None
-    extra = {key: record[key] for key in record.keys() - KNOWN_FIELDS}
-    for key in sorted(extra.keys() - unknown):
-        unknown.add(key)
-        report.warn(f"field {key!r} (first on line {line}) is not a FIRE field; it is kept in the metadata")
+    metadata = extra_fields(fields, KNOWN_FIELDS, unknown, label="FIRE")
     if fields.failed:
         return None
-    metadata = {"extra": extra} if extra else {}
-    if record.get("img_path") and record.get("img_path") != image_name:
-        metadata["img_path"] = record["img_path"]
-    return ParsedConversation(
-        line=line, position=position, external_id=external_id, image_name=image_name, image_key=image_key,
-        question=question, ground_truth=ground_truth, source=source or "", split=split or "", round=round_,
-        scores=scores, metadata=metadata, turns=turns,
-    )
-
-
+    return ParsedConversation(line=line, position=position, question=question, ground_truth=ground_truth,
+                              round=round_, scores=scores, metadata=metadata, turns=turns, **basics)

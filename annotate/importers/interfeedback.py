@@ -15,7 +15,7 @@ from annotate.importers.common import (
     open_source,
     records_only_objects,
 )
-from annotate.importers.taskrecords import check_duplicate_ids, images_prepare, task_record
+from annotate.importers.taskrecords import DuplicateIds, images_prepare, task_record
 from annotate.importers.taskwriter import TaskPlan, plan_tasks, write_tasks
 from annotate.models import Batch
 
@@ -64,15 +64,15 @@ class InterFeedbackImporter(Importer):
                 raw = records_only_objects(load_records(data, report, label=label), report)
                 del data
                 unknown: set[str] = set()
-                records = []
+                records, duplicates = [], DuplicateIds(report)
                 for done, (line, value) in enumerate(raw, start=1):
+                    duplicates.check(line, value.get("id"))
                     record = task_record(value, line, report, max_rounds=ctx.max_rounds, unknown_seen=unknown)
                     if record is not None:
                         records.append(record)
                     if done % 5000 == 0:
                         ctx.tick("read", done, len(raw))
                 ctx.tick("read", len(raw), len(raw))
-                records = check_duplicate_ids(records, report)
                 if not raw and report.ok:
                     report.add(None, None, f"{label} holds no tasks")
             with report.timed("images"):

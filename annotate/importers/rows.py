@@ -26,7 +26,7 @@ from annotate.importers.common import (
 )
 from annotate.importers.interfeedback import InterFeedbackImporter, read_records_file
 from annotate.importers.sources import LIMITS
-from annotate.importers.taskrecords import _NUMBER, check_duplicate_ids, images_prepare, task_record
+from annotate.importers.taskrecords import _NUMBER, DuplicateIds, images_prepare, task_record
 from annotate.importers.taskwriter import TaskPlan, plan_tasks
 from annotate.verification import option_letters
 
@@ -270,9 +270,10 @@ class RowsImporter(InterFeedbackImporter):
                         "re-importing a re-ordered file will not match")
         if "category" not in cols.mapping:
             report.warn(f"no category column: every task gets category {counters['category']!r}")
-        records = []
+        records, duplicates = [], DuplicateIds(report, unit=unit, label=cols.labels.get("id", "id"))
         for done, (number, row) in enumerate(rows, start=1):
             raw = _canonical(row, cols, number, counters)
+            duplicates.check(number, raw["id"])
             record = task_record(raw, number, report, max_rounds=ctx.max_rounds, unknown_seen=set(), unit=unit,
                                  labels=cols.labels, allow_bytes=True, warn_unknown=False)
             if record is not None:
@@ -283,4 +284,4 @@ class RowsImporter(InterFeedbackImporter):
         if counters["converted"]:
             report.warn(f"{counters['converted']} choice answer(s) given as the option's text were turned into "
                         "option letters")
-        return check_duplicate_ids(records, report, unit=unit, label=cols.labels.get("id", "id")), cols.labels
+        return records, cols.labels

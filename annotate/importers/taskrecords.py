@@ -7,10 +7,13 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
+import os
 import re
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+
+import orjson
 
 from annotate.importers.common import (
     Fields,
@@ -33,6 +36,8 @@ KNOWN_FIELDS = frozenset(
 MAX_OPTIONS = 26
 MAX_IMAGES_PER_TASK = 16
 MAX_QUESTION_CHARS = 100_000
+IMAGE_WORKERS = min(8, os.cpu_count() or 1)
+IMAGE_CHUNK = 256
 _NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+−]?\.\d+(?:[eE][-+]?\d+)?")
 _DATA_URL = re.compile(r"^data:image/[\w.+-]+;base64,", re.IGNORECASE)
 
@@ -74,8 +79,8 @@ class TaskRecord:
 
 
 def content_hash(comparable: dict) -> str:
-    text = json.dumps(comparable, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # Canonical JSON (sorted keys) so that key order in a file, or jsonb's reordering, changes nothing.
+    return hashlib.sha256(orjson.dumps(comparable, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def _check_answer(f: Fields, answer_type: str, answer: str, options: list[str]) -> str | None:
@@ -87,8 +92,9 @@ def _check_answer(f: Fields, answer_type: str, answer: str, options: list[str]) 
             return None
         letters = option_letters(options)
         if value.upper() not in letters:
-            f.problem("answer", f"{value!r} is not an option letter; the {len(options)} options are "
-                      f"{letters[0]}–{letters[-1]}")
+            allowed = f"the {len(options)} options are {letters[0]}–{letters[-1]}" if len(letters) > 1 \
+                else "the only option is A"
+            f.problem("answer", f"{value!r} is not an option letter; {allowed}")
             return None
         return value.upper()
     if answer_type == "number" and not _NUMBER.fullmatch(value):
@@ -105,17 +111,17 @@ def _image_ref(f: Fields, name: str, value, *, allow_bytes: bool) -> ImageRef | 
         f.problem(name, f"expected an image path, got {type(value).__name__}")
         return None
     text = value.strip()
-    lowered = text.lower()
-    if lowered.startswith(("http://", "https://")):
+    head = text[:8].lower()
+    if head.startswith(("http://", "https://")):
         return ImageRef(name, "url:" + text, url=text)
-    if _DATA_URL.match(text):
+    if head.startswith("data:") and _DATA_URL.match(text):
         try:
             data = base64.b64decode(text.split(",", 1)[1], validate=True)
         except (binascii.Error, ValueError):
             f.problem(name, "the data: URL is not valid base64")
             return None
         return ImageRef(name, "bytes:" + hashlib.sha256(data).hexdigest(), data=data)
-    if re.match(r"^[a-z][a-z0-9+.-]*://", lowered):
+    if "://" in text and re.match(r"^[a-z][a-z0-9+.-]*://", text, re.IGNORECASE):
         f.problem(name, f"{text[:60]!r}: only paths inside the upload or http(s) URLs are allowed")
         return None
     problem = check_relative_path(text)
@@ -184,18 +190,22 @@ def task_record(raw: dict, line: int, report: ImportReport, *, max_rounds: int, 
     )
 
 
-def check_duplicate_ids(records: list[TaskRecord], report: ImportReport, *, unit: str = "line",
-                        label: str = "id") -> list[TaskRecord]:
-    first: dict[str, int] = {}
-    unique = []
-    for record in records:
-        seen = first.setdefault(record.external_id, record.line)
-        if seen != record.line:
-            report.add(record.line, label, f"duplicate id {record.external_id!r} (first used on {unit} {seen})",
-                       unit=unit)
-        else:
-            unique.append(record)
-    return unique
+class DuplicateIds:
+    """Reports a repeated id at its line, naming the line that used it first. Checked on the raw value, so a
+    record that is broken in other ways still takes part."""
+
+    def __init__(self, report: ImportReport, *, unit: str = "line", label: str = "id"):
+        self.report, self.unit, self.label = report, unit, label
+        self.first: dict[str, int] = {}
+
+    def check(self, line: int, value) -> None:
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            return
+        key = str(value).strip()
+        seen = self.first.setdefault(key, line)
+        if seen != line:
+            self.report.add(line, self.label, f"duplicate id {key!r} (first used on {self.unit} {seen})",
+                            unit=self.unit)
 
 
 def _load(ref: ImageRef, source: Source | None) -> bytes:
@@ -208,12 +218,20 @@ def _load(ref: ImageRef, source: Source | None) -> bytes:
     return source.read(ref.path, max_bytes=MAX_IMAGE_BYTES)
 
 
+def _prepare_or_reason(data: bytes) -> PreparedImage | str:
+    try:
+        return image_prepare(data)
+    except BadImage as error:
+        return str(error)
+
+
 def images_prepare(records: list[TaskRecord], source: Source | None, report: ImportReport, *,
                    progress: Progress | None = None, unit: str = "line",
                    labels: dict[str, str] | None = None) -> dict[str, PreparedImage]:
     """Read, check and re-encode every referenced image once; fill each record's ``image_digests``.
 
-    Identical bytes under different names are decoded once (keyed by the raw bytes' hash).
+    Identical bytes under different names are decoded once (keyed by the raw bytes' hash). Decoding and
+    re-encoding run on a few threads: Pillow releases the GIL while it works.
     """
     users: dict[str, list[tuple[TaskRecord, ImageRef]]] = defaultdict(list)
     for record in records:
@@ -222,30 +240,38 @@ def images_prepare(records: list[TaskRecord], source: Source | None, report: Imp
     by_raw: dict[str, PreparedImage | str] = {}
     digest_of: dict[str, str] = {}
     prepared: dict[str, PreparedImage] = {}
-    total = len(users)
+    keys = list(users)
     base_label = (labels or {}).get("images", "images")
-    for done, (key, uses) in enumerate(users.items(), start=1):
-        first = uses[0][1]
-        shown = first.path or (first.url or "")[:80] or "embedded image"
-        try:
-            data = _load(first, source)
-            raw = hashlib.sha256(data).hexdigest()
-            outcome = by_raw.get(raw)
-            if outcome is None:
+
+    def fail(key: str, message: str) -> None:
+        for record, ref in users[key]:
+            report.add(record.line, base_label + ref.field.removeprefix("images"), message, unit=unit)
+
+    if progress and keys:
+        progress("images", 0, len(keys))
+    with ThreadPoolExecutor(max_workers=IMAGE_WORKERS) as pool:
+        for start in range(0, len(keys), IMAGE_CHUNK):
+            chunk, raw_of, todo = keys[start:start + IMAGE_CHUNK], {}, {}
+            for key in chunk:  # reads stay sequential: one zip file handle
                 try:
-                    outcome = image_prepare(data)
-                except BadImage as error:
-                    outcome = str(error)
-                by_raw[raw] = outcome
-            if isinstance(outcome, str):
-                raise SourceError(f"{shown!r}: {outcome}")
-            prepared[outcome.sha256] = outcome
-            digest_of[key] = outcome.sha256
-        except SourceError as error:
-            for record, ref in uses:
-                report.add(record.line, base_label + ref.field.removeprefix("images"), str(error), unit=unit)
-        if progress and (done % 200 == 0 or done == total):
-            progress("images", done, total)
+                    data = _load(users[key][0][1], source)
+                except SourceError as error:
+                    fail(key, str(error))
+                    continue
+                raw_of[key] = raw = hashlib.sha256(data).hexdigest()
+                if raw not in by_raw:
+                    todo[raw] = data
+            by_raw.update(zip(todo, pool.map(_prepare_or_reason, todo.values()), strict=True))
+            for key, raw in raw_of.items():
+                outcome = by_raw[raw]
+                if isinstance(outcome, str):
+                    first = users[key][0][1]
+                    fail(key, f"{first.path or (first.url or '')[:80] or 'embedded image'!r}: {outcome}")
+                else:
+                    prepared[outcome.sha256] = outcome
+                    digest_of[key] = outcome.sha256
+            if progress:
+                progress("images", start + len(chunk), len(keys))
     for record in records:
         record.image_digests = [digest_of.get(ref.key, "") for ref in record.images]
         record.content_hash = content_hash(record.comparable())

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from annotate.importers.bulk import insert_rows
 from annotate.importers.common import ImportReport, Progress
 from annotate.importers.taskrecords import TaskRecord, content_hash
 from annotate.models import Batch, ImageBlob, Session, Task, TaskImage
@@ -108,13 +109,13 @@ def _known_blobs(digests: set[str]) -> set[str]:
     return known
 
 
-def _task_row(batch: Batch, record: TaskRecord) -> Task:
-    return Task(
-        batch=batch, external_id=record.external_id, category=record.category, question=record.question,
-        options=record.options, answer_type=record.answer_type, ground_truth=record.ground_truth,
-        source=record.source, metadata=record.metadata, recorded_answers=record.recorded_answers,
-        is_gold=record.is_gold, content_hash=record.content_hash,
-    )
+_TASK_FIELDS = ("batch", "external_id", "category", "question", "options", "answer_type", "ground_truth", "source",
+                "metadata", "recorded_answers", "is_gold", "content_hash")
+
+
+def _task_values(batch_id: int, r: TaskRecord) -> tuple:
+    return (batch_id, r.external_id, r.category, r.question, r.options, r.answer_type, r.ground_truth, r.source,
+            r.metadata, r.recorded_answers, r.is_gold, r.content_hash)
 
 
 def write_tasks(plan: TaskPlan, batch: Batch, report: ImportReport, *, progress: Progress | None = None) -> None:
@@ -126,33 +127,33 @@ def write_tasks(plan: TaskPlan, batch: Batch, report: ImportReport, *, progress:
         known = _known_blobs(needed)
         new_images = len(needed - known)
         blob_ids = images_store_bulk(plan.images[d] for d in needed)
-    links: list[TaskImage] = []
-    total, done = len(plan.create) + len(plan.update), 0
-    for start in range(0, len(plan.create), WRITE_CHUNK):
-        chunk = plan.create[start:start + WRITE_CHUNK]
-        rows = Task.objects.bulk_create([_task_row(batch, r) for r in chunk])
-        if rows and rows[0].pk is None:  # backends that do not return ids from a bulk insert
-            ids = dict(Task.objects.filter(batch=batch, external_id__in=[r.external_id for r in chunk])
-                       .values_list("external_id", "id"))
-            for row in rows:
-                row.pk = ids[row.external_id]
-        for row, record in zip(rows, chunk, strict=True):
-            links += [TaskImage(task_id=row.pk, blob_id=blob_ids[d], position=i)
-                      for i, d in enumerate(record.image_digests)]
-        done += len(chunk)
+    links: list[tuple[int, int, int]] = []
+    total = len(plan.create) + len(plan.update)
+    step = WRITE_CHUNK * 10
+    for start in range(0, len(plan.create), step):
+        chunk = plan.create[start:start + step]
+        insert_rows(Task, _TASK_FIELDS, [_task_values(batch.pk, r) for r in chunk])
         if progress:
-            progress("write", done, total)
+            progress("write", start + len(chunk), total)
+    if plan.create:  # one query maps the new external ids to their keys
+        by_external = dict(Task.objects.filter(batch=batch).values_list("external_id", "id"))
+        ids = [by_external[r.external_id] for r in plan.create]
+    else:
+        ids = []
+    for task_id, record in zip(ids, plan.create, strict=True):
+        links += [(task_id, blob_ids[d], i) for i, d in enumerate(record.image_digests)]
     if plan.update:
         rows = []
         for pk, record in plan.update:
-            row = _task_row(batch, record)
-            row.pk = pk
+            row = Task(pk=pk, **dict(zip(_TASK_FIELDS[1:], _task_values(batch.pk, record)[1:], strict=True)))
+            row.batch_id = batch.pk
             rows.append(row)
-            links += [TaskImage(task_id=pk, blob_id=blob_ids[d], position=i)
-                      for i, d in enumerate(record.image_digests)]
-        TaskImage.objects.filter(task_id__in=[pk for pk, _ in plan.update]).delete()
+            links += [(pk, blob_ids[d], i) for i, d in enumerate(record.image_digests)]
+        updated = [pk for pk, _ in plan.update]
+        for start in range(0, len(updated), WRITE_CHUNK):
+            TaskImage.objects.filter(task_id__in=updated[start:start + WRITE_CHUNK]).delete()
         Task.objects.bulk_update(rows, _UPDATED_FIELDS, batch_size=WRITE_CHUNK)
         if progress:
             progress("write", total, total)
-    TaskImage.objects.bulk_create(links, batch_size=WRITE_CHUNK * 2)
+    insert_rows(TaskImage, ("task", "blob", "position"), links)
     report.counts["images_new"] = new_images

@@ -103,8 +103,12 @@ def _next_round_index(session: Session, rounds: list[Round]) -> int | None:
 
 
 def session_for_annotator(user: User, session_id: int) -> Session:
-    """The annotator's own session, for actions that change it (researchers may read but not act)."""
-    session = _session_queryset().filter(pk=session_id, annotator=user).first()
+    """The annotator's own session, for actions that change it (researchers may read but not act).
+
+    An ownership check on the submit path: one query, without the snapshot's rounds and images (the services
+    lock and re-read the session themselves).
+    """
+    session = Session.objects.select_related("assignment").filter(pk=session_id, annotator=user).first()
     if session is None:
         raise NotFound(f"Session {session_id} does not exist or is not yours.")
     return session

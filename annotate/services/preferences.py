@@ -72,7 +72,7 @@ def preference_save(
         turns = rateable_turns(conversation_id, ratings.keys())
         values = {}
         for index, entry in ratings.items():
-            what = f"Candidate at turn index {index}"
+            what = f"Candidate {index + 1} (turn index {index})"
             fields = {d: check_score(entry.get(d), what=f"{what}, {d}") for d in DIMENSIONS if d in entry}
             if "reason" in entry:
                 fields["comment"] = check_comment(entry.get("reason"), what=what)

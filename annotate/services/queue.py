@@ -6,11 +6,13 @@ page's heartbeat; expired leases go back to the pool.
 
 from __future__ import annotations
 
+import operator
 from datetime import timedelta
+from functools import reduce
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from annotate.models import Assignment, Batch, Session, User, WorkItem
@@ -86,13 +88,16 @@ def assignment_renew(*, assignment: Assignment) -> None:
 
 
 def _open_items(annotator: User, batch: Batch | None):
+    batch_id = batch.pk if batch is not None else annotator.crowd_batch_id  # invited: only the batch they joined
     items = WorkItem.objects.filter(
         batch__status=Batch.Status.READY,
         batch__kind__in=QUEUED_KINDS,
         completed_count__lt=F("batch__overlap") - F("active_count"),
     ).filter(Q(pinned_to__isnull=True) | Q(pinned_to=annotator))
-    if batch is not None:
-        items = items.filter(batch=batch)
+    if batch_id is not None:
+        items = items.filter(batch_id=batch_id)
+    if batch is not None:  # implied by the overlap condition; bounds the index range to the items still open
+        items = items.filter(completed_count__lt=batch.overlap)
     done = Assignment.objects.filter(annotator=annotator).values("work_item_id")
     items = items.exclude(pk__in=done)
     last = Assignment.objects.filter(annotator=annotator).order_by("-created_at").values("work_item__task_id")[:1]
@@ -105,6 +110,61 @@ def _open_items(annotator: User, batch: Batch | None):
     return items.order_by(F("pinned_to").asc(nulls_last=True), "-completed_count", "id")
 
 
+def _preference_tiers(annotator: User, batch: Batch | None) -> list[Q]:
+    """The filters `assignment_next` tries in turn: the items pinned to the annotator, then (in batches with a
+    gold rate) gold items when one is due and ordinary ones otherwise, then the rest. One query per tier tried,
+    each an ordered walk of the ``work_item_queue`` index that stops at the first free row (no sort)."""
+    unpinned = Q(pinned_to__isnull=True)
+    gold = gold_preference(annotator, batch=batch)
+    if gold is None:
+        return [Q(pinned_to=annotator), unpinned]
+    preferred, other = gold
+    return [Q(pinned_to=annotator), unpinned & preferred, unpinned & other]
+
+
+def gold_due(*, gold_rate: float, served: int, gold_served: int) -> bool:
+    """Is the annotator's next item of a batch due to be gold? Keeps gold at ``gold_rate`` of the items served:
+    the n-th item is gold when fewer than floor(rate * n) of the first n would otherwise be (so the first items
+    are ordinary ones unless the rate is 1)."""
+    return gold_served < int(gold_rate * (served + 1) + 1e-9)
+
+
+def gold_preference(annotator: User, *, batch: Batch | None = None) -> tuple[Q, Q] | None:
+    """(preferred, other): serves gold tasks (Task.is_gold) at each batch's ``gold_rate`` for this annotator —
+    gold first in batches where one is due, ordinary items first in the other gold batches, no preference in
+    batches without a gold rate. None (and no query when the batch is given) when no batch has a gold rate."""
+    if batch is not None:
+        rates = {batch.pk: batch.gold_rate} if batch.gold_rate > 0 else {}
+    else:
+        ready = Batch.objects.filter(status=Batch.Status.READY, gold_rate__gt=0)
+        if annotator.crowd_batch_id:
+            ready = ready.filter(pk=annotator.crowd_batch_id)
+        rates = dict(ready.values_list("id", "gold_rate"))
+    if not rates:
+        return None
+    served = (
+        Assignment.objects.filter(annotator=annotator, work_item__batch_id__in=list(rates))
+        .exclude(status=Assignment.Status.EXPIRED)
+        .values("work_item__batch_id")
+        .annotate(total=Count("id"), gold=Count("id", filter=Q(work_item__task__is_gold=True)))
+        .order_by()
+    )
+    counts = {row["work_item__batch_id"]: (row["total"], row["gold"]) for row in served}
+    due = [b for b, rate in rates.items() if gold_due(gold_rate=rate, served=counts.get(b, (0, 0))[0],
+                                                       gold_served=counts.get(b, (0, 0))[1])]
+    not_due = [b for b in rates if b not in due]
+    is_gold = Q(task__is_gold=True)
+    not_gold = Q(task__is_gold=False) | Q(task__isnull=True)  # conversations are never gold
+    preferred, other = [~Q(batch_id__in=list(rates))], []
+    if due:
+        preferred.append(Q(batch_id__in=due) & is_gold)
+        other.append(Q(batch_id__in=due) & not_gold)
+    if not_due:
+        preferred.append(Q(batch_id__in=not_due) & not_gold)
+        other.append(Q(batch_id__in=not_due) & is_gold)
+    return reduce(operator.or_, preferred), reduce(operator.or_, other)
+
+
 def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignment | None:
     """Resume the annotator's active assignment, or reserve the next open work item and start its session."""
     from annotate.services.sessions import session_start  # sessions imports queue for completion
@@ -115,7 +175,12 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
         return current
     assignments_expire()
     with transaction.atomic():
-        item = _open_items(annotator, batch).select_for_update(skip_locked=True, of=("self",)).first()
+        items = _open_items(annotator, batch).select_for_update(skip_locked=True, of=("self",))
+        item = None
+        for tier in _preference_tiers(annotator, batch):
+            item = items.filter(tier).first()
+            if item is not None:
+                break
         if item is None:
             return None
         WorkItem.objects.filter(pk=item.pk).update(active_count=F("active_count") + 1)

@@ -42,8 +42,8 @@ def lock_assignment(*, annotator: User, conversation_id: int, kind: str) -> Assi
     batch = assignment.work_item.batch
     if batch.kind != kind:
         raise ApplicationError(
-            f"Conversation {conversation_id} belongs to a {batch.get_kind_display()} batch; "
-            f"it cannot take {Batch.Kind(kind).label} ratings.",
+            f"Conversation {conversation_id} is in a {batch.get_kind_display()} batch, "
+            f"not a {Batch.Kind(kind).label} batch; use that batch's rating endpoint.",
             code="wrong_batch_kind",
         )
     if assignment.status == Assignment.Status.SKIPPED:
@@ -68,18 +68,24 @@ def already_submitted(existing, client_request_id: str, final: bool) -> bool:
     raise Conflict("You already submitted your ratings for this conversation.", code="already_submitted")
 
 
+def turn_label(index: int) -> str:
+    """How messages name a turn: counted from 1 as on the page, with the API's 0-based index."""
+    return f"turn {index + 1} (index {index})"
+
+
 def rateable_turns(conversation_id: int, indices) -> dict[int, Turn]:
     """The conversation's rateable turns by index; an unknown or unrateable index in ``indices`` is a 400."""
     turns = {t.index: t for t in Turn.objects.filter(conversation_id=conversation_id).only("id", "index", "is_rateable")}
     for index in indices:
         if index not in turns:
             raise ApplicationError(
-                f"Turn index {index} does not exist in this conversation (it has {len(turns)} turns).",
+                f"Turn index {index} does not exist in this conversation (it has {len(turns)} turns, "
+                f"indices 0-{len(turns) - 1}).",
                 code="unknown_turn",
             )
         if not turns[index].is_rateable:
             raise ApplicationError(
-                f"Turn index {index} is not rated: FIRE rates each teacher feedback and each student response "
+                f"{turn_label(index).capitalize()} is not rated: FIRE rates each teacher feedback and each student response "
                 "after the first.",
                 code="not_rateable",
             )
@@ -159,7 +165,7 @@ def ratings_save(
         values = {}
         for index, entry in scores.items():
             score, comment = entry if isinstance(entry, tuple | list) else (entry, "")
-            what = f"Turn index {index}"
+            what = turn_label(index).capitalize()
             values[index] = {"score": check_score(score, what=what), "comment": check_comment(comment, what=what)}
         if final:
             by_turn_id = {turn.id: index for index, turn in turns.items()}
@@ -168,8 +174,8 @@ def ratings_save(
             missing = sorted(index for index in turns if merged.get(index) is None)
             if missing:
                 raise ApplicationError(
-                    "Score every rated turn before saving: no score yet for turn index "
-                    + ", ".join(map(str, missing)) + ".",
+                    "Score every rated turn before saving: no score yet for "
+                    + ", ".join(turn_label(i) for i in missing) + ".",
                     code="incomplete",
                     extra={"missing_turns": missing},
                 )

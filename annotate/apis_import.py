@@ -1,0 +1,82 @@
+"""Batch import API (admins): multipart upload -> 202 with the import job; the job's status, progress, report."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate.importers import IMPORTERS
+from annotate.selectors.imports import import_job_get, import_job_payload
+from annotate.services.import_jobs import import_job_create
+
+
+class IsAdminRole(BasePermission):
+    message = "Only admins may import batches."
+
+    def has_permission(self, request, view) -> bool:
+        return bool(request.user and request.user.is_authenticated and request.user.is_admin_role)
+
+
+JobSerializer = inline_serializer(
+    name="ImportJob",
+    fields={
+        "id": serializers.IntegerField(), "status": serializers.CharField(), "progress": serializers.FloatField(),
+        "message": serializers.CharField(), "error": serializers.CharField(),
+        "batch": serializers.CharField(allow_null=True), "counts": serializers.DictField(),
+        "report": serializers.DictField(), "done": serializers.BooleanField(),
+    },
+)
+
+
+class ImportCreateApi(APIView):
+    permission_classes = [IsAdminRole]
+    parser_classes = [MultiPartParser, FormParser]
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField(help_text="tasks .jsonl / .zip, FIRE .json, or rows .csv / .parquet")
+        name = serializers.CharField(max_length=128, help_text="Batch name; re-importing into it is idempotent")
+        kind = serializers.ChoiceField(choices=sorted(IMPORTERS), default="interfeedback")
+        models = serializers.CharField(required=False, allow_blank=True, help_text="ModelConfig names, a,b")
+        overlap = serializers.IntegerField(required=False, min_value=1, max_value=100)
+        max_rounds = serializers.IntegerField(required=False, min_value=1, max_value=10)
+        gold_rate = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+        prompt_templates = serializers.JSONField(required=False)
+        map = serializers.CharField(required=False, allow_blank=True, help_text="rows: field=column,...")
+        category = serializers.CharField(required=False, allow_blank=True, max_length=100)
+        update = serializers.BooleanField(default=False)
+        dry_run = serializers.BooleanField(default=False)
+
+    @extend_schema(request={"multipart/form-data": InputSerializer},
+                   responses={202: inline_serializer(name="ImportQueued", fields={
+                       "job_id": serializers.IntegerField(), "status": serializers.CharField(),
+                       "url": serializers.CharField(), "page": serializers.CharField()})},
+                   summary="Upload a batch file; the import runs as a background job")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        settings = {key: values[key] for key in ("models", "overlap", "max_rounds", "gold_rate", "prompt_templates")
+                    if values.get(key) not in (None, "")}
+        job = import_job_create(
+            upload=values["file"], name=values["name"], kind=values["kind"], created_by=request.user,
+            settings=settings, options={"map": values.get("map"), "category": values.get("category")},
+            update=values["update"], dry_run=values["dry_run"],
+        )
+        return Response(
+            {"job_id": job.pk, "status": job.status, "url": reverse("api-import-job", args=[job.pk]),
+             "page": reverse("import-job", args=[job.pk])},
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+class ImportJobApi(APIView):
+    permission_classes = [IsAdminRole]
+
+    @extend_schema(responses=JobSerializer, summary="An import job: status, progress, counts and report")
+    def get(self, request, job_id: int):
+        return Response(import_job_payload(import_job_get(job_id)))

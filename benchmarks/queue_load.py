@@ -1,0 +1,440 @@
+"""Next-item and submit latency under load (SPEC §7, issue 4), over HTTP against a real ASGI server on PostgreSQL.
+
+Targets: p95 <= 30 ms for one annotator walking the queue (Label Studio's next-task API with 100k tasks on this
+machine: p50 202 ms, p95 294 ms); p95 <= 50 ms and 0 errors with 200 annotators at once.
+
+Usage:
+  DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/queue_load.py
+
+What it does:
+  1. Creates a scratch database next to the given one (``<name>_queue_bench``, dropped at the end unless
+     ``--keep``; ``--in-place`` uses the given database), migrates it, and bulk-creates a batch of 100k tasks x 1
+     simulated model (max_rounds = 1, overlap 1), its 100k work items, and 1 + 200 annotators with API tokens.
+  2. Starts the ASGI app (uvicorn with several worker processes, or daphne when uvicorn is not installed) and one
+     Celery worker (simulated model, no delay) on an embedded Redis, exactly as in production: a submit saves the
+     round and dispatches the model call on commit; the worker answers and completes the session.
+  3. Phase "1 annotator": one client walks the queue with no pause: POST /api/next/ (reserve a new pair: the
+     session starts and round 0 is queued), poll GET /api/sessions/<id>/ until the model has answered, POST
+     /api/sessions/<id>/feedback/ (the submit), poll until the session completes; repeat.
+  4. Phase "200 annotators": the same loop for 200 annotators at once (asyncio + httpx), each pausing a random
+     think time (``--think`` seconds on average) before each action, starts spread over ``--ramp`` seconds.
+  Each phase is bounded in time (``--seconds``). It prints p50/p95/p99/max of next-item, submit and session
+  reads, the request rate and the error count (any unexpected status, exception or stalled session).
+
+Latencies are measured by the client, so they include HTTP, the server's queueing and the client's event loop.
+Everything (PostgreSQL, the web processes, the worker and the client) shares this machine's CPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BATCH_NAME = "queue-load"
+CATEGORIES = ["Visual Logic", "Mathematical Logic", "MMMU-Pro", "MathVerse", "Math (Text)", "Coding (Text)"]
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
+    parser.add_argument("--in-place", action="store_true", help="use the given database itself (not a scratch one)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse the scratch database a --keep run left (skips the data setup; implies --keep)")
+    parser.add_argument("--tasks", type=int, default=100_000)
+    parser.add_argument("--annotators", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=60, help="time bound of each phase")
+    parser.add_argument("--single-cycles", type=int, default=1000, help="phase 1 stops after this many items")
+    parser.add_argument("--think", type=float, default=2.0, help="phase 2: mean pause before each action (s)")
+    parser.add_argument("--ramp", type=float, default=5.0, help="phase 2: annotators start over this many s")
+    parser.add_argument("--poll", type=float, default=0.25, help="phase 2: session poll interval (s)")
+    parser.add_argument("--single-poll", type=float, default=0.02, help="phase 1: session poll interval (s)")
+    parser.add_argument("--web-workers", type=int, default=max(2, os.cpu_count() or 2), help="ASGI processes")
+    parser.add_argument("--celery-concurrency", type=int, default=2)
+    parser.add_argument("--conn-max-age", type=int, default=0,
+                        help="DB_CONN_MAX_AGE of the web processes (under ASGI every request runs in a thread of its "
+                             "own, so persistent connections are not reused: 0 is the right setting)")
+    parser.add_argument("--server", choices=["uvicorn", "daphne"], default=None)
+    parser.add_argument("--pool", type=int, default=0,
+                        help="use Django's PostgreSQL connection pool with this many connections per process "
+                             "(benchmarks/queue_load_settings.py; needs psycopg 3 with psycopg_pool)")
+    parser.add_argument("--phase", choices=["both", "single", "many"], default="both")
+    parser.add_argument("--explain", action="store_true", help="print the plan of the next-item query at the end")
+    return parser.parse_args()
+
+
+# --- database and data ---------------------------------------------------------------------------------------------
+
+
+def scratch_database(url: str, in_place: bool, reuse: bool = False) -> tuple[str, str | None]:
+    """(database URL to use, name of the scratch database to drop at the end or None)."""
+    import psycopg2
+
+    parts = urlsplit(url)
+    if not parts.scheme.startswith("postgres"):
+        sys.exit("queue_load needs PostgreSQL: DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres")
+    if in_place:
+        return url, None
+    name = parts.path.lstrip("/") + "_queue_bench"
+    if reuse:
+        return urlunsplit(parts._replace(path="/" + name)), name
+    _admin(url, f'DROP DATABASE IF EXISTS "{name}"', psycopg2)
+    _admin(url, f'CREATE DATABASE "{name}"', psycopg2)
+    return urlunsplit(parts._replace(path="/" + name)), name
+
+
+def _admin(url: str, sql: str, psycopg2) -> None:
+    conn = psycopg2.connect(url)
+    conn.autocommit = True
+    with conn.cursor() as cursor:
+        cursor.execute(sql)
+    conn.close()
+
+
+def configure(database_url: str, var_dir: Path, conn_max_age: int, pool: int) -> dict:
+    env = {
+        "DATABASE_URL": database_url,
+        "SECRET_KEY": "queue-load-benchmark-only",
+        "DEBUG": "0",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "FEEDBACK_LAB_VAR_DIR": str(var_dir),
+        "DB_CONN_MAX_AGE": str(conn_max_age),
+        "LOG_LEVEL": "WARNING",
+        "SESSION_COOKIE_SECURE": "0",
+        "CSRF_COOKIE_SECURE": "0",
+        "DJANGO_SETTINGS_MODULE": "benchmarks.queue_load_settings" if pool else "annotate.settings",
+        "DB_POOL_MAX_SIZE": str(pool),
+        "PYTHONUNBUFFERED": "1",
+    }
+    os.environ.update(env)
+    os.environ.pop("REDIS_URL", None)  # an embedded Redis of our own in var_dir
+    import django
+
+    django.setup()
+    return {**os.environ}
+
+
+def create_data(n_tasks: int, n_annotators: int, reuse: bool) -> tuple[str, list[str]]:
+    from django.core.management import call_command
+    from django.db import transaction
+    from rest_framework.authtoken.models import Token
+
+    from annotate.models import Batch, ModelConfig, Task, User
+    from annotate.services.queue import work_items_create_for_batch
+
+    if reuse:
+        tokens = Token.objects.filter(user__username__startswith="bench-").order_by("user__username")
+        print(f"setup: reusing {BATCH_NAME!r} ({Batch.objects.get(name=BATCH_NAME).work_items.count():,} items)")
+        return BATCH_NAME, list(tokens.values_list("key", flat=True))[: n_annotators + 1]
+
+    t0 = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    t1 = time.perf_counter()
+    with transaction.atomic():
+        model = ModelConfig.objects.create(name="bench-sim", backend=ModelConfig.Backend.SIMULATED,
+                                           backend_settings={"chunk_delay": 0})
+        batch = Batch.objects.create(name=BATCH_NAME, max_rounds=1, overlap=1, task_count=n_tasks)
+        batch.models_to_evaluate.add(model)
+        Task.objects.bulk_create(
+            (Task(batch=batch, external_id=f"t{i:06d}", category=CATEGORIES[i % len(CATEGORIES)],
+                  question=f"How many objects are in picture {i}?", answer_type=Task.AnswerType.NUMBER,
+                  ground_truth=str(1000 + i % 977), source="queue-load") for i in range(n_tasks)),
+            batch_size=5000,
+        )
+        t2 = time.perf_counter()
+        items = work_items_create_for_batch(batch=batch)
+    t3 = time.perf_counter()
+    users = [User(username=f"bench-{i:04d}", pseudonym=f"bench-{i:04d}", role=User.Role.ANNOTATOR, password="!")
+             for i in range(n_annotators + 1)]
+    User.objects.bulk_create(users, batch_size=1000)
+    users = list(User.objects.filter(username__startswith="bench-").order_by("username"))
+    tokens = [Token(key=Token.generate_key(), user=u) for u in users]
+    Token.objects.bulk_create(tokens)
+    print(f"setup: migrate {t1 - t0:.1f} s · {n_tasks:,} tasks {t2 - t1:.1f} s · {items:,} work items "
+          f"{t3 - t2:.1f} s · {len(users)} annotators with tokens", flush=True)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return BATCH_NAME, [t.key for t in tokens]
+
+
+# --- processes -----------------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Popen], str, str]:
+    from django.conf import settings
+
+    from annotate import embedded_redis
+
+    embedded_redis.ensure_running(settings.VAR_DIR)
+    logs = var_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    server = args.server or ("uvicorn" if importlib.util.find_spec("uvicorn") else "daphne")
+    if server == "uvicorn":
+        web_cmd = [sys.executable, "-m", "uvicorn", "annotate.asgi:application", "--host", "127.0.0.1",
+                   "--port", str(port), "--workers", str(args.web_workers), "--no-access-log",
+                   "--log-level", "warning", "--lifespan", "off"]
+        described = f"uvicorn, {args.web_workers} worker processes"
+    else:
+        web_cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"]
+        described = "daphne, 1 process"
+    worker_cmd = [sys.executable, "-m", "celery", "-A", "annotate", "worker", "-Q", "model.simulated,default",
+                  "-c", str(args.celery_concurrency), "--loglevel", "WARNING", "-n", f"bench-{os.getpid()}@%h",
+                  "--without-mingle", "--without-gossip"]
+    procs = []
+    for name, cmd in (("web", web_cmd), ("worker", worker_cmd)):
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=(logs / f"{name}.log").open("wb"),
+                                      stderr=subprocess.STDOUT, start_new_session=True))
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(base + "/login/", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        stop(procs)
+        sys.exit(f"the web server did not start; see {logs / 'web.log'}")
+    return procs, base, f"{described}; celery worker -c {args.celery_concurrency}"
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+    for proc in procs:
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+# --- load ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stats:
+    next: list[float] = field(default_factory=list)
+    submit: list[float] = field(default_factory=list)
+    session: list[float] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)
+    cycles: int = 0
+    requests: int = 0
+
+    def error(self, kind: str) -> None:
+        self.errors[kind] = self.errors.get(kind, 0) + 1
+
+
+async def timed(stats: Stats, call):
+    start = time.perf_counter()
+    response = await call
+    stats.requests += 1
+    return response, (time.perf_counter() - start) * 1000
+
+
+async def wait_for(client, stats: Stats, session_id: int, headers: dict, statuses: set[str], poll: float,
+                   deadline: float) -> bool:
+    give_up = time.monotonic() + 30
+    while time.monotonic() < min(give_up, deadline + 30):
+        response, ms = await timed(stats, client.get(f"/api/sessions/{session_id}/", headers=headers))
+        if response.status_code != 200:
+            stats.error(f"session GET {response.status_code}")
+            return False
+        stats.session.append(ms)
+        status = response.json()["status"]
+        if status in statuses:
+            return True
+        if status == "failed":
+            stats.error("model round failed")
+            return False
+        await asyncio.sleep(poll)
+    stats.error("session stalled (30 s)")
+    return False
+
+
+async def annotator_loop(client, stats: Stats, token: str, batch: str, deadline: float, think: float, poll: float,
+                         max_cycles: int, start_delay: float) -> None:
+    import httpx
+
+    headers = {"Authorization": f"Token {token}"}
+
+    async def pause():
+        if think:
+            await asyncio.sleep(random.uniform(0.5, 1.5) * think)
+
+    await asyncio.sleep(start_delay)
+    while time.monotonic() < deadline and stats.cycles < max_cycles:
+        try:
+            await pause()
+            if time.monotonic() >= deadline:
+                return
+            response, ms = await timed(stats, client.post("/api/next/", json={"batch": batch}, headers=headers))
+            if response.status_code == 204:
+                return
+            if response.status_code != 200:
+                stats.error(f"next {response.status_code}")
+                continue
+            stats.next.append(ms)
+            session_id = response.json()["session_id"]
+            if not await wait_for(client, stats, session_id, headers, {"awaiting_feedback"}, poll, deadline):
+                continue
+            await pause()  # typing
+            payload = {"feedback": "Count again: you missed the ones at the back.",
+                       "client_request_id": uuid.uuid4().hex, "typing_ms": 4200}
+            response, ms = await timed(stats, client.post(f"/api/sessions/{session_id}/feedback/", json=payload,
+                                                          headers=headers))
+            if response.status_code != 201:
+                stats.error(f"submit {response.status_code}")
+                continue
+            stats.submit.append(ms)
+            if await wait_for(client, stats, session_id, headers, {"completed"}, poll, deadline):
+                stats.cycles += 1
+        except httpx.HTTPError as error:
+            stats.error(type(error).__name__)
+
+
+async def run_phase(base: str, batch: str, tokens: list[str], *, seconds: float, think: float, poll: float,
+                    ramp: float, max_cycles: int) -> tuple[Stats, float]:
+    import httpx
+
+    stats = Stats()
+    limits = httpx.Limits(max_connections=len(tokens) + 10, max_keepalive_connections=len(tokens) + 10)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=httpx.Timeout(15.0)) as client:
+        start = time.monotonic()
+        deadline = start + seconds
+        delays = [ramp * i / len(tokens) for i in range(len(tokens))] if ramp else [0.0] * len(tokens)
+        await asyncio.gather(*(annotator_loop(client, stats, token, batch, deadline, think, poll, max_cycles, d)
+                               for token, d in zip(tokens, delays, strict=True)))
+        elapsed = time.monotonic() - start
+    return stats, elapsed
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def report(title: str, stats: Stats, elapsed: float, target_p95: float) -> bool:
+    print(f"\n{title}: {stats.cycles} items done in {elapsed:.1f} s, {stats.requests / elapsed:.0f} requests/s")
+    print(f"  {'endpoint':<26}{'n':>7}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}   (ms)")
+    ok = True
+    for name, values in (("POST /api/next/", stats.next), ("POST .../feedback/ (submit)", stats.submit),
+                         ("GET /api/sessions/<id>/", stats.session)):
+        p50, p95, p99 = (percentile(values, q) for q in (0.5, 0.95, 0.99))
+        print(f"  {name:<26}{len(values):>7}{p50:>9.1f}{p95:>9.1f}{p99:>9.1f}{max(values or [0]):>9.1f}")
+        if name != "GET /api/sessions/<id>/":
+            ok = ok and p95 <= target_p95
+    errors = sum(stats.errors.values())
+    print(f"  errors: {errors}" + (f" {stats.errors}" if errors else ""))
+    verdict = "met" if ok and not errors else "NOT met"
+    print(f"  target p95 <= {target_p95:.0f} ms and 0 errors: {verdict}")
+    return ok and not errors
+
+
+def explain(batch_name: str) -> None:
+    from django.db import connection, transaction
+
+    from annotate.models import Batch, User
+    from annotate.services.queue import _open_items
+
+    batch = Batch.objects.get(name=batch_name)
+    user = User.objects.filter(username__startswith="bench-").order_by("username").first()
+    with transaction.atomic():
+        query = _open_items(user, batch).select_for_update(skip_locked=True, of=("self",))[:1]
+        print("\nnext-item query plan (annotator with history):")
+        print(query.explain(analyze=True))
+    print(f"\nPostgreSQL {connection.cursor().connection.server_version}")
+
+
+def db_connections() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def main() -> None:
+    args = parse_args()
+    if not args.database_url:
+        sys.exit("Set DATABASE_URL (postgres://postgres@127.0.0.1:5432/postgres) or pass --database-url")
+    database_url, scratch = scratch_database(args.database_url, args.in_place, args.reuse)
+    args.keep = args.keep or args.reuse
+    var_dir = ROOT / "var" / "queue_bench"
+    if args.pool:
+        try:
+            import psycopg_pool  # noqa: F401
+        except ImportError:
+            sys.exit("--pool needs psycopg 3 and psycopg_pool: pip install 'psycopg[binary,pool]'")
+    env = configure(database_url, var_dir, args.conn_max_age, args.pool)
+    procs = []
+    try:
+        batch, tokens = create_data(args.tasks, args.annotators, args.reuse)
+        procs, base, described = start_processes(env, var_dir, args)
+        pool = f"Django connection pool of {args.pool} per process" if args.pool else (
+            f"no connection pool (CONN_MAX_AGE={args.conn_max_age})")
+        print(f"server: {described}; {pool}; {os.cpu_count()} CPUs shared with PostgreSQL and this client",
+              flush=True)
+        results = []
+        if args.phase in ("both", "single"):
+            stats, elapsed = asyncio.run(run_phase(base, batch, tokens[:1], seconds=args.seconds, think=0,
+                                                   poll=args.single_poll, ramp=0, max_cycles=args.single_cycles))
+            results.append(report("Phase 1 · one annotator walking the queue (no pauses)", stats, elapsed, 30))
+        if args.phase in ("both", "many"):
+            stats, elapsed = asyncio.run(run_phase(base, batch, tokens[1:], seconds=args.seconds, think=args.think,
+                                                   poll=args.poll, ramp=args.ramp, max_cycles=10**9))
+            results.append(report(
+                f"Phase 2 · {len(tokens) - 1} annotators at once (think {args.think:g} s, ramp {args.ramp:g} s)",
+                stats, elapsed, 50))
+        if args.explain:
+            explain(batch)
+        print(f"\nPostgreSQL connections to the benchmark database now: {db_connections()}")
+        print("\nall targets met" if all(results) else "\nsome targets NOT met")
+    finally:
+        stop(procs)
+        from annotate import embedded_redis
+
+        embedded_redis.stop(var_dir)
+        if scratch and not args.keep:
+            from django.db import connections
+
+            connections.close_all()
+            import psycopg2
+
+            _admin(args.database_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)', psycopg2)
+
+
+if __name__ == "__main__":
+    main()

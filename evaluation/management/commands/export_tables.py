@@ -1,0 +1,51 @@
+"""python manage.py export_tables --batch NAME --table accuracy --format md [--out FILE] [filters]"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.errors import ApplicationError
+from evaluation import exports, selectors
+from evaluation.filters import parse_filters
+
+ALL_FORMATS = sorted({fmt for formats in exports.EXPORTS.values() for fmt in formats})
+
+
+class Command(BaseCommand):
+    help = (
+        "Export a batch's Table 3 (accuracy), Table 4 (correction), Fig. 4/5 (fig4, fig5), FIRE ratings or "
+        "sessions. Reads the outcome counters (recount first with recompute_outcomes if in doubt)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--batch", required=True, help="Batch name")
+        parser.add_argument("--table", required=True, choices=list(exports.EXPORTS), help="What to export")
+        parser.add_argument("--format", required=True, choices=ALL_FORMATS, dest="fmt",
+                            help="csv|md|tex|json (tables), png|svg (tables and figures), jsonl|fire (sessions)")
+        parser.add_argument("--out", help="Output file (default: standard output; required for png)")
+        parser.add_argument("--model", default="", help="Only this model (name)")
+        parser.add_argument("--category", default="", help="Only this category")
+        parser.add_argument("--annotator", default="", help="Only this annotator (pseudonym)")
+        parser.add_argument("--date-from", default="", help="Completed on or after (YYYY-MM-DD, UTC)")
+        parser.add_argument("--date-to", default="", help="Completed on or before (YYYY-MM-DD, UTC)")
+        parser.add_argument("--outcome", default="", help="Sessions only: 0|1|2|3|never")
+
+    def handle(self, *args, batch: str, table: str, fmt: str, out: str | None, **options):
+        if fmt == "png" and not out:
+            raise CommandError("PNG is binary: give --out FILE.")
+        try:
+            exports.check_export(table, fmt)
+            filters = parse_filters({key: options[key] for key in
+                                     ("model", "category", "annotator", "date_from", "date_to", "outcome")})
+            export = exports.build_export(selectors.batch_by_name(batch), table, fmt, filters)
+            chunks = [export.content] if export.content is not None else export.stream
+            if out:
+                with open(out, "wb") as handle:
+                    for chunk in chunks:
+                        handle.write(chunk)
+                self.stderr.write(f"Wrote {out}")
+            else:
+                for chunk in chunks:  # every format but PNG is text
+                    self.stdout.write(chunk.decode(), ending="")
+        except ApplicationError as error:
+            raise CommandError(error.message) from None

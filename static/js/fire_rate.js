@@ -1,0 +1,189 @@
+// FIRE conversation rating page: keyboard-only 1-5 scores, draft autosave, "Save scores and next".
+// The form is server-rendered and works without this script; this adds autosave through the API, the keys
+// 1-5 on the focused turn, Ctrl+Enter, a lease heartbeat, and a client request id so a retried final save
+// never counts twice.
+(function () {
+  "use strict";
+  const form = document.getElementById("rating-form");
+  if (!form || form.dataset.canRate !== "1") return;
+  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  const $ = (id) => document.getElementById(id);
+  const isPreference = form.dataset.kind === "preference";
+  const dims = isPreference ? ["helpfulness", "faithfulness", "ethics"] : ["score"];
+  const turns = Array.from(form.querySelectorAll("li.turn[data-rateable]"));
+  const errorBox = $("form-error");
+  const status = $("draft-status");
+  let draftTimer = null;
+  let saving = false;
+  let dirty = false;
+
+  function post(url, body, keepalive) {
+    return fetch(url, {
+      method: "POST",
+      headers: {"Content-Type": "application/json", "X-CSRFToken": csrf},
+      credentials: "same-origin",
+      keepalive: Boolean(keepalive),
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  }
+
+  function checked(index, dim) {
+    const input = form.querySelector(`input[name="${dim}-${index}"]:checked`);
+    return input ? Number(input.value) : null;
+  }
+
+  function collect(final) {
+    const ratings = turns.map((li) => {
+      const index = Number(li.dataset.index);
+      const row = {turn: index};
+      dims.forEach((dim) => { row[dim] = checked(index, dim); });
+      const comment = $(`comment-${index}`).value;
+      row[isPreference ? "reason" : "comment"] = comment;
+      return row;
+    });
+    const body = {ratings: ratings, final: final, client_request_id: final ? $("client-request-id").value : ""};
+    if (isPreference) body.ranking = $("ranking").value;
+    return body;
+  }
+
+  function showError(message) {
+    errorBox.textContent = message || "";
+    errorBox.hidden = !message;
+  }
+
+  async function errorText(response) {
+    try {
+      const data = await response.json();
+      if (data.detail) return data.detail;
+      return "Please check your input: " + JSON.stringify(data);
+    } catch (e) {
+      return `The server answered ${response.status}.`;
+    }
+  }
+
+  function saveDraftSoon() {
+    dirty = true;
+    status.textContent = "Unsaved changes…";
+    clearTimeout(draftTimer);
+    draftTimer = setTimeout(saveDraft, 600);
+  }
+
+  async function saveDraft(leaving) {
+    if (saving || !dirty) return;
+    dirty = false;
+    try {
+      const response = await post(form.dataset.saveUrl, collect(false), leaving === true);
+      if (response.ok) {
+        status.textContent = "Draft saved " + new Date().toLocaleTimeString();
+      } else {
+        status.textContent = "";
+        showError(await errorText(response));
+      }
+    } catch (e) {
+      dirty = true;
+      status.textContent = "Offline: your draft will be saved when the connection is back.";
+      draftTimer = setTimeout(saveDraft, 3000);
+    }
+  }
+
+  function missingControls() {
+    const missing = [];
+    form.querySelectorAll("fieldset.rating").forEach((fs) => {
+      const index = fs.dataset.turn;
+      const hasValue = checked(index, fs.dataset.dim) !== null;
+      fs.classList.toggle("missing", !hasValue);
+      fs.setAttribute("aria-invalid", hasValue ? "false" : "true");
+      if (!hasValue) missing.push(fs);
+    });
+    return missing;
+  }
+
+  function describe(fs) {
+    const li = fs.closest("li.turn");
+    const head = li.querySelector(".turn-head").textContent.replace(/\s+/g, " ").trim();
+    return isPreference ? `${head} (${fs.dataset.dim})` : head;
+  }
+
+  async function saveFinal() {
+    if (saving) return;
+    const missing = missingControls();
+    if (missing.length) {
+      showError("Score every rated turn before saving. Missing: " + missing.map(describe).join("; ") + ".");
+      focusGroup(missing[0]);
+      return;
+    }
+    saving = true;
+    clearTimeout(draftTimer);
+    showError("");
+    $("save-next").disabled = true;
+    status.textContent = "Saving…";
+    try {
+      const response = await post(form.dataset.saveUrl, collect(true));
+      if (response.ok) {
+        status.textContent = "Saved. Opening the next item…";
+        $("next-form").submit();
+        return;
+      }
+      showError(await errorText(response));
+      status.textContent = "";
+    } catch (e) {
+      showError("The connection failed; your scores are still here. Press Ctrl+Enter to try again.");
+      status.textContent = "";
+    }
+    saving = false;
+    $("save-next").disabled = false;
+  }
+
+  function focusGroup(fieldset) {
+    const target = fieldset.querySelector("input:checked") || fieldset.querySelector("input[type=radio]");
+    if (target) target.focus();
+  }
+
+  // Keys 1-5 score the turn whose rating control has the focus; typing in a comment is left alone.
+  form.addEventListener("keydown", (event) => {
+    const fieldset = event.target.closest && event.target.closest("fieldset.rating");
+    if (!fieldset || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (!/^[1-5]$/.test(event.key)) return;
+    const input = fieldset.querySelector(`input[type=radio][value="${event.key}"]`);
+    if (!input) return;
+    event.preventDefault();
+    input.checked = true;
+    input.focus();
+    input.dispatchEvent(new Event("change", {bubbles: true}));
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      saveFinal();
+    }
+  });
+
+  form.addEventListener("change", (event) => {
+    if (event.target.matches("input[type=radio]")) {
+      const fs = event.target.closest("fieldset.rating");
+      fs.classList.remove("missing");
+      fs.setAttribute("aria-invalid", "false");
+    }
+    saveDraftSoon();
+  });
+  form.addEventListener("input", (event) => {
+    if (event.target.matches("textarea, input[type=text]")) saveDraftSoon();
+  });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    saveFinal();
+  });
+  // Leaving with unsaved changes: send the draft anyway (keepalive outlives the page).
+  window.addEventListener("pagehide", () => {
+    if (dirty && !saving) { clearTimeout(draftTimer); saveDraft(true); }
+  });
+
+  // Keep the reservation while the page is open (the lease is a few minutes).
+  setInterval(() => { post(form.dataset.heartbeatUrl).catch(() => {}); }, 60000);
+
+  // Start on the first turn that still needs a score.
+  const first = Array.from(form.querySelectorAll("fieldset.rating")).find((fs) => checked(fs.dataset.turn, fs.dataset.dim) === null)
+    || form.querySelector("fieldset.rating");
+  if (first) focusGroup(first);
+})();

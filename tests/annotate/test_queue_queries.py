@@ -1,0 +1,69 @@
+"""Query counts of the hot path: reserving a fresh item and submitting feedback (resume and session reads are in
+test_session_apis.py). They stay flat as the batch and the annotator's history grow."""
+
+from unittest import mock
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from annotate.models import Round, Session
+from annotate.services.queue import assignment_complete
+from tests.factories import make_batch
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_dispatch():
+    with mock.patch("annotate.services.sessions._dispatch_generation"):
+        yield
+
+
+def reserve(api_client, batch):
+    with CaptureQueriesContext(connection) as queries:
+        response = api_client.post(reverse("api-next"), {"batch": batch.name}, format="json")
+    assert response.status_code == 200
+    return response.json()["session_id"], len(queries)
+
+
+def answered(session_id):
+    Round.objects.filter(session_id=session_id).update(generation_status=Round.Generation.DONE, answer_text="1",
+                                                       final_verdict=False, auto_verdict=False)
+    Session.objects.filter(pk=session_id).update(status=Session.Status.AWAITING_FEEDBACK)
+
+
+def submit(api_client, session_id, n):
+    with CaptureQueriesContext(connection) as queries:
+        response = api_client.post(reverse("api-session-feedback", args=[session_id]),
+                                   {"feedback": "Look again.", "client_request_id": f"r{n}"}, format="json")
+    assert response.status_code == 201
+    return len(queries)
+
+
+def finish(session_id):
+    session = Session.objects.get(pk=session_id)
+    Session.objects.filter(pk=session_id).update(status=Session.Status.COMPLETED)
+    assignment_complete(assignment_id=session.assignment_id)
+
+
+@pytest.mark.parametrize("gold_rate", [0.0, 0.25])
+def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simulated_model, gold_rate):
+    batch = make_batch(models=[simulated_model], tasks=30)
+    batch.tasks.filter(id__in=batch.tasks.values_list("id", flat=True)[:5]).update(is_gold=True)
+    batch.gold_rate = gold_rate
+    batch.save()
+    api_client.force_authenticate(annotator)
+    next_counts, submit_counts = [], []
+    for n in range(8):
+        session_id, count = reserve(api_client, batch)
+        next_counts.append(count)
+        answered(session_id)
+        submit_counts.append(submit(api_client, session_id, n))
+        finish(session_id)
+    # A fresh reservation: auth, batch, current assignment, lease expiry, last item, the pinned and open tiers
+    # (one more with a gold rate), claim, assignment, session, round 0, model config, plus transaction markers.
+    assert max(next_counts) <= (16 if gold_rate else 15), next_counts
+    assert max(submit_counts) <= 13, submit_counts
+    assert len(set(next_counts[1:])) == 1 and len(set(submit_counts)) == 1  # no growth with history
