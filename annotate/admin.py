@@ -4,12 +4,15 @@ from django.contrib.auth.admin import UserAdmin
 from annotate.models import (
     Assignment,
     Batch,
+    Conversation,
     ImageBlob,
     Job,
     ModelConfig,
+    Rating,
     Round,
     Session,
     Task,
+    Turn,
     User,
     VerdictOverride,
     WorkItem,
@@ -164,3 +167,29 @@ class JobAdmin(admin.ModelAdmin):
 admin.site.register(ImageBlob)
 admin.site.register(VerdictOverride)
 admin.site.site_header = "Feedback Lab administration"
+
+
+class TurnInline(admin.TabularInline):
+    model = Turn
+    extra = 0
+    fields = ("index", "role", "kind", "text", "is_rateable")
+    readonly_fields = fields
+    can_delete = False
+
+
+@admin.register(Conversation)
+class ConversationAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "batch", "split", "source")
+    list_filter = ("batch", "split")
+    search_fields = ("external_id", "question")
+    list_select_related = ("batch",)
+    raw_id_fields = ("image",)
+    inlines = [TurnInline]
+
+
+@admin.register(Rating)
+class RatingAdmin(admin.ModelAdmin):
+    list_display = ("id", "turn", "annotator", "score", "is_final")
+    list_filter = ("is_final", "score")
+    raw_id_fields = ("turn", "annotator")
+    list_select_related = ("turn", "annotator")

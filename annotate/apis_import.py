@@ -51,6 +51,9 @@ class ImportCreateApi(APIView):
         update = serializers.BooleanField(default=False)
         dry_run = serializers.BooleanField(default=False)
 
+        class Meta:
+            ref_name = "ImportCreateInput"  # nested "InputSerializer"s would collide in the OpenAPI schema
+
     @extend_schema(request={"multipart/form-data": InputSerializer},
                    responses={202: inline_serializer(name="ImportQueued", fields={
                        "job_id": serializers.IntegerField(), "status": serializers.CharField(),

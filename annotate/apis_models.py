@@ -7,7 +7,7 @@ the request); the API answers 202 with the job, to be polled at /api/jobs/<id>/.
 from __future__ import annotations
 
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,6 +20,7 @@ from annotate.services.model_check import model_check_hint, model_config_check
 TAGS = ["models"]
 
 
+@extend_schema_serializer(component_name="Job")
 class JobOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
@@ -47,6 +48,8 @@ class JobOutputSerializer(serializers.Serializer):
 
 
 class ModelListApi(APIView):
+    # Named components: every API module nests classes called InputSerializer/OutputSerializer.
+    @extend_schema_serializer(component_name="ModelConfig")
     class OutputSerializer(serializers.Serializer):
         name = serializers.CharField()
         label = serializers.CharField()
@@ -74,6 +77,7 @@ class ModelListApi(APIView):
 
 
 class ModelCheckApi(APIView):
+    @extend_schema_serializer(component_name="ModelCheckInput")
     class InputSerializer(serializers.Serializer):
         image = serializers.BooleanField(default=True, help_text="Send the small test image (off for text-only models)")
 

@@ -12,7 +12,7 @@ import logging
 import time
 
 from django.db import connection, transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, Sum
 from django.utils import timezone
 
 from annotate.models import Batch, Job, Session, Task
@@ -114,6 +114,9 @@ _COUNTED = ("session_id", "batch_id", "model_config_id", "category", "annotator_
             "completed_at")
 
 
+_INSERT_CHUNK = 5000  # ids per INSERT: well under SQLite's 32766 bound parameters
+
+
 def _counted_select() -> str:
     """Each completed session of a batch as a CountedSession row (the `s` and `t` aliases are used below)."""
     return (
@@ -127,7 +130,7 @@ def _counted_select() -> str:
 def _reconcile_counted(cursor, batch_id: int) -> tuple[int, int]:
     """Make the batch's CountedSession rows equal to its completed sessions, touching only the differences.
 
-    Two anti-joins instead of delete-all-and-reinsert: a recount where nothing drifted writes nothing. The
+    Anti-joins instead of delete-all-and-reinsert: a recount where nothing drifted writes nothing. The
     column comparisons use IS NOT DISTINCT FROM, which PostgreSQL cannot hash, so it hashes on the session id
     alone and checks the rest as a filter (2x faster than hashing seven columns). Plain SQL, as the ORM has
     no INSERT ... SELECT; portable to SQLite >= 3.39. Returns (rows removed, rows added).
@@ -148,36 +151,59 @@ def _reconcile_counted(cursor, batch_id: int) -> tuple[int, int]:
         [batch_id, batch_id, Session.Status.COMPLETED],
     )
     removed = cursor.rowcount
+    if not CountedSession.objects.filter(batch_id=batch_id).exists():  # first count: no anti-join needed
+        cursor.execute(f"INSERT INTO {counted} ({_columns(*_COUNTED)}) {_counted_select()}",
+                       [batch_id, Session.Status.COMPLETED])
+        return removed, cursor.rowcount
+    # Which sessions are missing is read first, and only then inserted: an INSERT that anti-joins the table it
+    # grows can get a nested-loop plan (when the table looked empty at plan time) that rescans its own new rows.
     cursor.execute(
-        f"INSERT INTO {counted} ({_columns(*_COUNTED)}) {_counted_select()} "
+        f"SELECT s.id FROM {_table(Session)} s WHERE s.batch_id = %s AND s.status = %s "
         f"AND NOT EXISTS (SELECT 1 FROM {counted} c WHERE c.session_id = s.id)",
         [batch_id, Session.Status.COMPLETED],
     )
-    return removed, cursor.rowcount
+    missing = [row[0] for row in cursor.fetchall()]
+    for start in range(0, len(missing), _INSERT_CHUNK):
+        chunk = missing[start : start + _INSERT_CHUNK]
+        cursor.execute(
+            f"INSERT INTO {counted} ({_columns(*_COUNTED)}) {_counted_select()} "
+            f"AND s.id IN ({', '.join(['%s'] * len(chunk))})",
+            [batch_id, Session.Status.COMPLETED, *chunk],
+        )
+    return removed, len(missing)
 
 
 def _write_counts(model, batch_id: int, fields: tuple[str, ...], wanted: dict[tuple, int]) -> None:
-    """Make the batch's rows of a counter table equal to `wanted`, writing only the rows that differ."""
+    """Make the batch's rows of a counter table equal to `wanted`, writing only the rows that differ.
+
+    A changed row is deleted and inserted again: two plain statements, where bulk_update would build a CASE
+    expression per row (seconds of CPU for a few thousand rows).
+    """
     existing = {
         tuple(row[:-2]): (row[-2], row[-1])
         for row in model.objects.filter(batch_id=batch_id).values_list(*fields, "pk", "count")
     }
-    stale = [model(pk=pk, count=wanted[key]) for key, (pk, count) in existing.items()
-             if key in wanted and wanted[key] != count]
-    model.objects.bulk_update(stale, ["count"], batch_size=2000)
-    model.objects.filter(pk__in=[pk for key, (pk, _) in existing.items() if key not in wanted]).delete()
+    outdated = [pk for key, (pk, count) in existing.items() if wanted.get(key) != count]
+    for start in range(0, len(outdated), _INSERT_CHUNK):
+        model.objects.filter(pk__in=outdated[start : start + _INSERT_CHUNK]).delete()
     model.objects.bulk_create(
         [model(batch_id=batch_id, count=n, **dict(zip(fields, key, strict=True)))
-         for key, n in wanted.items() if key not in existing],
+         for key, n in wanted.items() if existing.get(key, (None, None))[1] != n],
         batch_size=2000,
     )
 
 
-def _sync_counters(batch_id: int) -> int:
-    """Both counter tables from one GROUP BY over the batch's CountedSession rows. Returns the session count."""
+_KEY = ("model_config_id", "category", "corrected_round")
+
+
+def _sync_counters(cursor, batch_id: int) -> None:
+    """Both counter tables from one GROUP BY over the batch's CountedSession rows."""
+    if not OutcomeCounter.objects.filter(batch_id=batch_id).exists():
+        _insert_counters(cursor, batch_id)  # first count: nothing to compare with, so let SQL write them
+        return
     grouped = (
         CountedSession.objects.filter(batch_id=batch_id)
-        .values_list("model_config_id", "category", "corrected_round", "annotator_id")
+        .values_list(*_KEY, "annotator_id")
         .annotate(n=Count("pk"))
         .order_by()
     )
@@ -188,10 +214,20 @@ def _sync_counters(batch_id: int) -> int:
         overall[key] = overall.get(key, 0) + n
         if annotator_id is not None:
             by_annotator[(annotator_id, *key)] = n
-    key_fields = ("model_config_id", "category", "corrected_round")
-    _write_counts(OutcomeCounter, batch_id, key_fields, overall)
-    _write_counts(AnnotatorOutcomeCounter, batch_id, ("annotator_id", *key_fields), by_annotator)
-    return sum(overall.values())
+    _write_counts(OutcomeCounter, batch_id, _KEY, overall)
+    _write_counts(AnnotatorOutcomeCounter, batch_id, ("annotator_id", *_KEY), by_annotator)
+
+
+def _insert_counters(cursor, batch_id: int) -> None:
+    AnnotatorOutcomeCounter.objects.filter(batch_id=batch_id).delete()
+    for model, extra, where in [(OutcomeCounter, (), ""),
+                                (AnnotatorOutcomeCounter, ("annotator_id",), " AND annotator_id IS NOT NULL")]:
+        cursor.execute(
+            f"INSERT INTO {_table(model)} ({_columns('batch_id', *_KEY, *extra, 'count')}) "
+            f"SELECT batch_id, {_columns(*_KEY, *extra)}, COUNT(*) FROM {_table(CountedSession)} "
+            f"WHERE batch_id = %s{where} GROUP BY batch_id, {_columns(*_KEY, *extra)}",
+            [batch_id],
+        )
 
 
 def outcome_recompute(*, batch_id: int) -> dict:
@@ -200,7 +236,8 @@ def outcome_recompute(*, batch_id: int) -> dict:
     with transaction.atomic(), connection.cursor() as cursor:
         aggregate = _lock_aggregate(batch_id)
         removed, added = _reconcile_counted(cursor, batch_id)
-        sessions = _sync_counters(batch_id)
+        _sync_counters(cursor, batch_id)
+        sessions = OutcomeCounter.objects.filter(batch_id=batch_id).aggregate(n=Sum("count"))["n"] or 0
         aggregate.updated_at = aggregate.recomputed_at = timezone.now()
         aggregate.save(update_fields=["updated_at", "recomputed_at"])
     return {"sessions": sessions, "removed": removed, "added": added,

@@ -124,7 +124,8 @@ def batch_settings_apply(*, batch: Batch, settings: dict) -> Batch:
     report = ImportReport(kind="settings", batch=batch.name)
     clean = batch_settings_clean(settings, report)
     if not report.ok:
-        raise ApplicationError("; ".join(str(p) for p in report.problems), extra={"problems": report.as_dict()})
+        raise ApplicationError("; ".join(str(p) for p in report.problems),
+                               extra={"problems": [p.as_dict() for p in report.problems]})
     with transaction.atomic():
         batch = Batch.objects.select_for_update().get(pk=batch.pk)
         if _settings_apply(batch, clean):
@@ -147,9 +148,9 @@ def batch_import(*, path, name: str, kind: str, dry_run: bool = False, update: b
     importer = IMPORTERS.get(kind)
     if importer is None:
         raise ApplicationError(f"Unknown import kind {kind!r}; choose one of {', '.join(sorted(IMPORTERS))}.")
+    name = (name or "").strip()
     report = ImportReport(kind=kind, batch=name, dry_run=dry_run)
     start = time.perf_counter()
-    name = (name or "").strip()
     if not name or len(name) > 128:
         report.add(None, "name", "a batch name of 1 to 128 characters is required")
     existing = Batch.objects.filter(name=name).first() if name else None

@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings as django_settings
+from django.core.exceptions import SuspiciousFileOperation
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -59,7 +60,7 @@ def import_job_create(*, upload, name: str, kind: str, created_by: User, setting
                                extra={"problems": [p.as_dict() for p in report.problems]})
     folder = Path(django_settings.MEDIA_ROOT) / UPLOAD_DIR / uuid.uuid4().hex
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / (get_valid_filename(Path(upload.name or "upload").name) or "upload")
+    target = folder / _safe_name(upload.name)
     with open(target, "wb") as out:
         for chunk in upload.chunks():
             out.write(chunk)
@@ -70,6 +71,14 @@ def import_job_create(*, upload, name: str, kind: str, created_by: User, setting
                                  message="Waiting for a worker")
         transaction.on_commit(lambda: import_job_dispatch(job.pk))
     return job
+
+
+def _safe_name(name: str | None) -> str:
+    """Keep the suffix (it selects the format) but nothing that could leave the folder."""
+    try:
+        return get_valid_filename(Path(name or "upload").name) or "upload"
+    except SuspiciousFileOperation:
+        return "upload"
 
 
 def _jsonable(settings: dict) -> dict:
@@ -135,7 +144,7 @@ def import_job_run(*, job_id: int, stale_after_s: int | None = None) -> Job | No
         job.save(update_fields=["status", "error", "message", "finished_at"])
         raise
     finally:
-        shutil.rmtree(Path(params["path"]).parent, ignore_errors=True)
+        _upload_remove(Path(params["path"]))
     job.report = report.as_dict()
     job.status = Job.Status.SUCCEEDED if report.ok else Job.Status.FAILED
     job.error = "" if report.ok else report.summary()
@@ -145,6 +154,13 @@ def import_job_run(*, job_id: int, stale_after_s: int | None = None) -> Job | No
     job.finished_at = timezone.now()
     job.save()
     return job
+
+
+def _upload_remove(path: Path) -> None:
+    """The upload's own folder goes once the job is over (the report is kept); nothing outside uploads/."""
+    folder = path.parent
+    if folder.parent == Path(django_settings.MEDIA_ROOT) / UPLOAD_DIR:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def import_job_fail(*, job_id: int, message: str) -> None:

@@ -7,12 +7,13 @@ page's heartbeat; expired leases go back to the pool.
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import reduce
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from annotate.models import Assignment, Batch, Session, User, WorkItem
@@ -53,12 +54,11 @@ def work_items_create_for_batch(*, batch: Batch) -> int:
 def assignments_expire(*, now=None) -> int:
     """Return expired leases to the pool. Sessions already under way stay with their annotator."""
     now = now or timezone.now()
+    expiring = Assignment.objects.filter(status=Assignment.Status.ACTIVE, lease_expires_at__lt=now)
+    if not expiring.exists():  # the usual case on the next-item path: one indexed probe, no transaction
+        return 0
     with transaction.atomic():
-        expired = list(
-            Assignment.objects.select_for_update(skip_locked=True)
-            .filter(status=Assignment.Status.ACTIVE, lease_expires_at__lt=now)
-            .values_list("id", "work_item_id")
-        )
+        expired = list(expiring.select_for_update(skip_locked=True).values_list("id", "work_item_id"))
         if not expired:
             return 0
         Assignment.objects.filter(id__in=[a for a, _ in expired]).update(
@@ -87,7 +87,25 @@ def assignment_renew(*, assignment: Assignment) -> None:
     )
 
 
-def _open_items(annotator: User, batch: Batch | None):
+@dataclass(frozen=True)
+class _QueueState:
+    last_task_id: int | None  # the task of the annotator's latest assignment
+    has_pinned: bool  # some work item is pinned to the annotator
+
+
+def _queue_state(annotator: User) -> _QueueState:
+    """Both in one query (one row whatever the annotator's history)."""
+    last = Assignment.objects.filter(annotator=OuterRef("pk")).order_by("-created_at").values("work_item__task_id")
+    row = (
+        User.objects.filter(pk=annotator.pk)
+        .values(last_task=Subquery(last[:1]), pinned=Exists(WorkItem.objects.filter(pinned_to=OuterRef("pk"))))
+        .first()
+    ) or {"last_task": None, "pinned": False}
+    return _QueueState(last_task_id=row["last_task"], has_pinned=row["pinned"])
+
+
+def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None = None):
+    state = state or _queue_state(annotator)
     batch_id = batch.pk if batch is not None else annotator.crowd_batch_id  # invited: only the batch they joined
     items = WorkItem.objects.filter(
         batch__status=Batch.Status.READY,
@@ -100,26 +118,23 @@ def _open_items(annotator: User, batch: Batch | None):
         items = items.filter(completed_count__lt=batch.overlap)
     done = Assignment.objects.filter(annotator=annotator).values("work_item_id")
     items = items.exclude(pk__in=done)
-    last = Assignment.objects.filter(annotator=annotator).order_by("-created_at").values("work_item__task_id")[:1]
-    last_task = list(last)
-    if last_task and last_task[0]["work_item__task_id"] is not None:
-        items = items.exclude(
-            Q(task_id=last_task[0]["work_item__task_id"]) & Q(batch__allow_same_task_back_to_back=False)
-        )
+    if state.last_task_id is not None:
+        items = items.exclude(Q(task_id=state.last_task_id) & Q(batch__allow_same_task_back_to_back=False))
     # Pinned items first, then breadth-first: the pairs closest to K completed sessions.
     return items.order_by(F("pinned_to").asc(nulls_last=True), "-completed_count", "id")
 
 
-def _preference_tiers(annotator: User, batch: Batch | None) -> list[Q]:
-    """The filters `assignment_next` tries in turn: the items pinned to the annotator, then (in batches with a
-    gold rate) gold items when one is due and ordinary ones otherwise, then the rest. One query per tier tried,
-    each an ordered walk of the ``work_item_queue`` index that stops at the first free row (no sort)."""
+def _preference_tiers(annotator: User, batch: Batch | None, state: _QueueState) -> list[Q]:
+    """The filters `assignment_next` tries in turn: the items pinned to the annotator (if any), then (in batches
+    with a gold rate) gold items when one is due and ordinary ones otherwise, then the rest. One query per tier
+    tried, each an ordered walk of the ``work_item_queue`` index that stops at the first free row (no sort)."""
+    pinned = [Q(pinned_to=annotator)] if state.has_pinned else []
     unpinned = Q(pinned_to__isnull=True)
     gold = gold_preference(annotator, batch=batch)
     if gold is None:
-        return [Q(pinned_to=annotator), unpinned]
+        return [*pinned, unpinned]
     preferred, other = gold
-    return [Q(pinned_to=annotator), unpinned & preferred, unpinned & other]
+    return [*pinned, unpinned & preferred, unpinned & other]
 
 
 def gold_due(*, gold_rate: float, served: int, gold_served: int) -> bool:
@@ -175,9 +190,10 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
         return current
     assignments_expire()
     with transaction.atomic():
-        items = _open_items(annotator, batch).select_for_update(skip_locked=True, of=("self",))
+        state = _queue_state(annotator)
+        items = _open_items(annotator, batch, state).select_for_update(skip_locked=True, of=("self",))
         item = None
-        for tier in _preference_tiers(annotator, batch):
+        for tier in _preference_tiers(annotator, batch, state):
             item = items.filter(tier).first()
             if item is not None:
                 break

@@ -62,8 +62,9 @@ def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simul
         answered(session_id)
         submit_counts.append(submit(api_client, session_id, n))
         finish(session_id)
-    # A fresh reservation: auth, batch, current assignment, lease expiry, last item, the pinned and open tiers
-    # (one more with a gold rate), claim, assignment, session, round 0, model config, plus transaction markers.
-    assert max(next_counts) <= (16 if gold_rate else 15), next_counts
-    assert max(submit_counts) <= 13, submit_counts
+    # A fresh reservation: auth, batch, current assignment, expired leases, queue state (last task, pins), the open
+    # tier (+ the served-gold count with a gold rate), claim, assignment, session, round 0, model config, and the
+    # transaction's savepoint markers.
+    assert max(next_counts) <= (13 if gold_rate else 12), next_counts
+    assert max(submit_counts) <= 11, submit_counts
     assert len(set(next_counts[1:])) == 1 and len(set(submit_counts)) == 1  # no growth with history

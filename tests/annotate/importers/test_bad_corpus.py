@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from annotate.services.batches import batch_import
-from tests.annotate.importers.conftest import db_counts
+from tests.annotate.importers.files import db_counts
 
 BAD = Path(__file__).resolve().parents[2] / "data" / "bad"
 ROWS = {"map": "id=qid,category=subject"}
@@ -68,7 +68,7 @@ def test_the_corpus_is_complete_and_small():
 @pytest.fixture
 def existing_batch(tmp_path, db):
     """Something in the database already, so 'unchanged' also covers an existing batch and its images."""
-    from tests.annotate.importers.conftest import png, task, write_zip
+    from tests.annotate.importers.files import png, task, write_zip
 
     path = write_zip(tmp_path / "good.zip", [task("t-1", images=["images/a.png"])], {"images/a.png": png()})
     report = batch_import(path=path, name="existing", kind="interfeedback")

@@ -8,7 +8,7 @@ from rest_framework.authtoken.models import Token
 
 from annotate.models import Batch, Job
 from annotate.services.import_jobs import import_job_run
-from tests.annotate.importers.conftest import jsonl_bytes, task
+from tests.annotate.importers.files import jsonl_bytes, task
 from tests.factories import ModelConfigFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotate.models import Batch, Task, WorkItem
-from tests.annotate.importers.conftest import db_counts, task, write_jsonl
+from tests.annotate.importers.files import db_counts, task, write_jsonl
 from tests.factories import ModelConfigFactory
 
 pytestmark = pytest.mark.django_db

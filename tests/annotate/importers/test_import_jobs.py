@@ -11,7 +11,7 @@ from django.utils import timezone
 from annotate.models import Job
 from annotate.services import import_jobs
 from annotate.tasks import batch_import_job
-from tests.annotate.importers.conftest import jsonl_bytes, task
+from tests.annotate.importers.files import jsonl_bytes, task
 
 pytestmark = pytest.mark.django_db
 

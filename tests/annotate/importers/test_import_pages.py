@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.models import Job
 from annotate.services.import_jobs import import_job_run
-from tests.annotate.importers.conftest import jsonl_bytes, task
+from tests.annotate.importers.files import jsonl_bytes, task
 from tests.factories import ModelConfigFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.models import Batch
-from tests.annotate.importers.conftest import png, task, write_zip
+from tests.annotate.importers.files import png, task, write_zip
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from annotate.importers import sources
 from annotate.models import Batch, ImageBlob, Task, TaskImage, WorkItem
 from annotate.services.batches import batch_import
-from tests.annotate.importers.conftest import db_counts, jpeg, png, task, write_jsonl, write_zip
+from tests.annotate.importers.files import db_counts, jpeg, png, task, write_jsonl, write_zip
 from tests.factories import ModelConfigFactory
 
 pytestmark = pytest.mark.django_db
@@ -279,3 +278,36 @@ def test_nul_characters_are_refused(tmp_path):
     assert [str(p) for p in report.problems] == [
         "line 1, field question: contains a NUL character (\\u0000), which the database cannot store",
         "line 2, field meta: contains a NUL character (\\u0000), which the database cannot store"]
+
+
+def test_settings_later_with_the_service(sample_zip):
+    from annotate.errors import ApplicationError
+    from annotate.services.batches import batch_settings_apply
+
+    batch_import(path=sample_zip, name="b1", kind="interfeedback")
+    batch = Batch.objects.get(name="b1")
+    ModelConfigFactory(name="late")
+
+    batch = batch_settings_apply(batch=batch, settings={"models": ["late"], "max_rounds": 2})
+
+    assert batch.max_rounds == 2 and WorkItem.objects.filter(batch=batch).count() == 3
+    with pytest.raises(ApplicationError, match="field settings.models: unknown model"):
+        batch_settings_apply(batch=batch, settings={"models": ["nope"]})
+
+
+def test_a_concurrent_import_conflict_writes_nothing(sample_zip, monkeypatch):
+    from django.db import IntegrityError
+
+    from annotate.importers import IMPORTERS
+
+    def collide(*args, **kwargs):
+        raise IntegrityError("duplicate key value violates unique constraint")
+
+    monkeypatch.setattr(IMPORTERS["interfeedback"], "write", collide)
+    before = db_counts()
+
+    report = batch_import(path=sample_zip, name="b1", kind="interfeedback")
+
+    assert report.status == "invalid"
+    assert str(report.problems[0]).startswith("another import changed batch 'b1' at the same time")
+    assert db_counts() == before

@@ -10,7 +10,7 @@ import pytest
 from annotate.errors import ApplicationError
 from annotate.models import Batch, ImageBlob, Task
 from annotate.services.batches import batch_export_interfeedback, batch_import
-from tests.annotate.importers.conftest import png, task, write_zip
+from tests.annotate.importers.files import png, task, write_zip
 
 pytestmark = pytest.mark.django_db
 

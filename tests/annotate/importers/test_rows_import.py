@@ -14,7 +14,7 @@ import pytest
 from annotate.importers.rows import parse_mapping
 from annotate.models import ImageBlob, Task
 from annotate.services.batches import batch_import
-from tests.annotate.importers.conftest import png
+from tests.annotate.importers.files import png
 
 pytestmark = pytest.mark.django_db
 MAP = "question=prompt,answer=label,image=image_path,id=qid,category=subject,options=choices"
