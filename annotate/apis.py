@@ -42,16 +42,16 @@ class SessionDetailApi(APIView):
 
 
 class SessionFeedbackApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class SessionFeedbackInputSerializer(serializers.Serializer):
         feedback = serializers.CharField(allow_blank=True, max_length=session_services.MAX_FEEDBACK_CHARS)
         client_request_id = serializers.CharField(max_length=64)
         confirm_leak = serializers.BooleanField(default=False)
         typing_ms = serializers.IntegerField(required=False, min_value=0, allow_null=True)
 
-    @extend_schema(request=InputSerializer, responses={201: SnapshotSerializer},
+    @extend_schema(request=SessionFeedbackInputSerializer, responses={201: SnapshotSerializer},
                    summary="Send feedback; the model re-answers (idempotent on client_request_id)")
     def post(self, request, session_id: int):
-        data = self.InputSerializer(data=request.data)
+        data = self.SessionFeedbackInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         session_for_annotator(request.user, session_id)
         session_services.round_submit_feedback(session_id=session_id, **data.validated_data)
@@ -59,12 +59,12 @@ class SessionFeedbackApi(APIView):
 
 
 class SessionDraftApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class SessionDraftInputSerializer(serializers.Serializer):
         draft = serializers.CharField(allow_blank=True, max_length=session_services.MAX_FEEDBACK_CHARS)
 
-    @extend_schema(request=InputSerializer, responses={204: None}, summary="Autosave the feedback draft")
+    @extend_schema(request=SessionDraftInputSerializer, responses={204: None}, summary="Autosave the feedback draft")
     def post(self, request, session_id: int):
-        data = self.InputSerializer(data=request.data)
+        data = self.SessionDraftInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         session_for_annotator(request.user, session_id)
         session_services.session_save_draft(session_id=session_id, draft=data.validated_data["draft"])
@@ -80,13 +80,13 @@ class SessionRetryApi(APIView):
 
 
 class SessionVerdictApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class SessionVerdictInputSerializer(serializers.Serializer):
         correct = serializers.BooleanField()
 
-    @extend_schema(request=InputSerializer, responses=SnapshotSerializer,
+    @extend_schema(request=SessionVerdictInputSerializer, responses=SnapshotSerializer,
                    summary="Record the annotator's verdict on a manual task")
     def post(self, request, session_id: int):
-        data = self.InputSerializer(data=request.data)
+        data = self.SessionVerdictInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         session_for_annotator(request.user, session_id)
         session_services.round_record_verdict(session_id=session_id, correct=data.validated_data["correct"])
@@ -94,18 +94,18 @@ class SessionVerdictApi(APIView):
 
 
 class NextItemApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class NextItemInputSerializer(serializers.Serializer):
         batch = serializers.CharField(required=False, help_text="Batch name; any open batch when omitted")
 
-    class OutputSerializer(serializers.Serializer):
+    class NextItemOutputSerializer(serializers.Serializer):
         session_id = serializers.IntegerField(allow_null=True, help_text="null for a FIRE conversation")
         conversation_id = serializers.IntegerField(allow_null=True, help_text="set for a FIRE conversation")
         url = serializers.CharField()
 
-    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 204: None},
+    @extend_schema(request=NextItemInputSerializer, responses={200: NextItemOutputSerializer, 204: None},
                    summary="Reserve the next item (or resume the current one)")
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
+        data = self.NextItemInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         batch = None
         if data.validated_data.get("batch"):
@@ -131,13 +131,13 @@ class SessionHeartbeatApi(APIView):
 
 
 class SessionSkipApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class SessionSkipInputSerializer(serializers.Serializer):
         reason = serializers.CharField(max_length=300, allow_blank=True)
 
-    @extend_schema(request=InputSerializer, responses={204: None},
+    @extend_schema(request=SessionSkipInputSerializer, responses={204: None},
                    summary="Skip this item with a reason; it goes to other annotators")
     def post(self, request, session_id: int):
-        data = self.InputSerializer(data=request.data)
+        data = self.SessionSkipInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         session = session_for_annotator(request.user, session_id)
         if session.assignment_id:

@@ -154,8 +154,17 @@ def load(args) -> Batch:
     batch.models_to_evaluate.set(models)
     batch.members.set([researcher])
 
+    # Draw outcomes for more sessions than needed, then keep just enough for --rounds rounds.
     mean_rounds = sum(share * min(k + 1, 4) for k, share in enumerate(OUTCOME_SHARES))
-    n_sessions = int(args.rounds / mean_rounds)
+    drawn = int(args.rounds / mean_rounds * 1.2) + 10
+    model_of = rng.integers(0, len(models), drawn)
+    outcome_of = np.empty(drawn, dtype=np.int64)
+    for m in range(len(models)):  # each model its own outcome mix, so the tables differ by model
+        mask = model_of == m
+        shares = np.array(OUTCOME_SHARES) * np.array([1 + 0.3 * m, 1, 1, 1, 1])
+        outcome_of[mask] = rng.choice(5, size=int(mask.sum()), p=shares / shares.sum())
+    n_sessions = int(np.searchsorted(np.cumsum(np.minimum(outcome_of + 1, 4)), args.rounds)) + 1
+    model_of, outcome_of = model_of[:n_sessions], outcome_of[:n_sessions]
     with transaction.atomic():
         first_task = (Task.objects.aggregate(m=Max("id"))["m"] or 0) + 1
         bulk_insert(Task, ["id", "batch_id", "external_id", "category", "question", "answer_type", "ground_truth"],
@@ -163,14 +172,7 @@ def load(args) -> Batch:
                       "7") for i in range(args.tasks)))
         first_session = (Session.objects.aggregate(m=Max("id"))["m"] or 0) + 1
         task_of = rng.integers(0, args.tasks, n_sessions)
-        model_of = rng.integers(0, len(models), n_sessions)
         annotator_of = rng.integers(0, len(annotators), n_sessions)
-        # Each model has its own outcome mix, so the tables differ by model.
-        outcome_of = np.empty(n_sessions, dtype=np.int64)
-        for m in range(len(models)):
-            mask = model_of == m
-            shares = np.array(OUTCOME_SHARES) * np.array([1 + 0.3 * m, 1, 1, 1, 1])
-            outcome_of[mask] = rng.choice(5, size=int(mask.sum()), p=shares / shares.sum())
         seconds = rng.integers(0, 60 * 86400, n_sessions)
         base = NOW - dt.timedelta(days=60)
         completed = [base + dt.timedelta(seconds=int(s)) for s in seconds]
@@ -331,6 +333,8 @@ def main() -> None:
         services.outcome_record(session_id=session.id)
         samples.append(time.perf_counter() - started)
     print(f"{'outcome_record (incremental, per session)':<44} {_percentiles(samples)}")
+    Session.objects.filter(pk__in=[session.id for session in fresh]).delete()  # leave the batch as it was
+    services.outcome_recompute(batch_id=batch.id)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,11 @@ What it does:
      queued), wait for the model's answer on the session's WebSocket (as the page does; ``--wait poll`` polls
      GET /api/sessions/<id>/ instead), POST /api/sessions/<id>/feedback/ (the submit), wait until the session
      completes (round 1 is the last: the model is told the answer); repeat.
-  4. Phase 2, 200 annotators at once (asyncio + httpx + websockets), each pausing a random think time (``--think``
-     seconds on average, 0.5x-1.5x) before each submit and after each item; starts spread over ``--ramp`` s.
+  4. Phase 2, 200 annotators at once (asyncio + httpx + websockets), the same loop with human pauses: typing the
+     feedback takes ``--think`` seconds on average (0.5x-1.5x), with the page's draft autosaves every 1.5-3 s, and
+     reading the outcome as long again; starts spread over ``--ramp`` s.
   Each phase is bounded in time (``--seconds``). It prints p50/p95/p99/max of next-item and submit (and of the
-  WebSocket connects or polls), the request rate and the error count (unexpected statuses, exceptions, sessions
+  WebSocket connects, polls and draft saves), the request rate and the error count (unexpected statuses, exceptions, sessions
   that did not advance within 30 s).
 
 Latencies are measured by the client, so they include HTTP, the server's queueing and the client's event loop.
@@ -68,12 +69,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--annotators", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=60, help="time bound of each phase")
     parser.add_argument("--single-cycles", type=int, default=1000, help="phase 1 stops after this many items")
-    parser.add_argument("--think", type=float, default=10.0,
-                        help="phase 2: mean pause (s) before each submit and after each item (real annotators: 30+ s)")
-    parser.add_argument("--ramp", type=float, default=10.0, help="phase 2: annotators start over this many s")
+    parser.add_argument("--think", type=float, default=15.0,
+                        help="phase 2: mean time (s) to type the feedback (with draft autosaves) and to read the "
+                             "outcome before the next item")
+    parser.add_argument("--ramp", type=float, default=15.0, help="phase 2: annotators start over this many s")
     parser.add_argument("--wait", choices=["ws", "poll"], default="ws",
                         help="how a client waits for the model: the session's WebSocket (as the page does) or "
-                             "GET /api/sessions/<id>/ once a second (the page's fallback)")
+                             "GET /api/sessions/<id>/ every 1.5 s (the page's fallback)")
     parser.add_argument("--web-workers", type=int, default=max(2, os.cpu_count() or 2), help="ASGI processes")
     parser.add_argument("--celery-concurrency", type=int, default=2)
     parser.add_argument("--conn-max-age", type=int, default=0,
@@ -274,6 +276,7 @@ class Stats:
     submit: list[float] = field(default_factory=list)
     ws_connect: list[float] = field(default_factory=list)
     session_get: list[float] = field(default_factory=list)
+    draft: list[float] = field(default_factory=list)
     errors: dict[str, int] = field(default_factory=dict)
     cycles: int = 0
     requests: int = 0
@@ -365,6 +368,22 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
         if think:
             await asyncio.sleep(random.uniform(0.5, 1.5) * think)
 
+    async def type_feedback(session_id: int):
+        """The typing pause, with the page's draft autosaves (it saves 0.6 s after each burst of typing)."""
+        if not think:
+            return
+        end = time.monotonic() + random.uniform(0.5, 1.5) * think
+        typed = ""
+        while (left := end - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, random.uniform(1.5, 3.0)))
+            typed += "Count again, "
+            response, ms = await timed(stats, client.post(f"/api/sessions/{session_id}/draft/",
+                                                          json={"draft": typed}, headers=headers))
+            if response.status_code != 204:
+                stats.error(f"draft {response.status_code}")
+            else:
+                stats.draft.append(ms)
+
     await asyncio.sleep(start_delay)
     while time.monotonic() < deadline and stats.cycles < max_cycles:
         try:
@@ -386,7 +405,7 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
                 if status != "awaiting_feedback":
                     stats.error(f"round 0 {status}")
                     continue
-                await pause()  # reading the answer, typing feedback
+                await type_feedback(session_id)  # reading the answer, typing feedback (autosaved)
                 payload = {"feedback": "Count again: you missed the ones at the back.",
                            "client_request_id": uuid.uuid4().hex, "typing_ms": 4200}
                 response, ms = await timed(stats, client.post(f"/api/sessions/{session_id}/feedback/",
@@ -441,7 +460,8 @@ def report(title: str, stats: Stats, elapsed: float, target_p95: float, load_bef
     for name, values, counted in (("POST /api/next/", stats.next, True),
                                   ("POST .../feedback/ (submit)", stats.submit, True),
                                   ("WebSocket connect (snapshot)", stats.ws_connect, False),
-                                  ("GET /api/sessions/<id>/ (poll)", stats.session_get, False)):
+                                  ("GET /api/sessions/<id>/ (poll)", stats.session_get, False),
+                                  ("POST .../draft/ (autosave)", stats.draft, False)):
         if not values and not counted:
             continue
         p50, p95, p99 = (percentile(values, q) for q in (0.5, 0.95, 0.99))
@@ -507,7 +527,7 @@ def main() -> None:
         if args.phase in ("both", "many"):
             load = os.getloadavg()[0]
             stats, elapsed = asyncio.run(run_phase(base, batch, tokens[1:], seconds=args.seconds, think=args.think,
-                                                   ramp=args.ramp, max_cycles=10**9, wait=args.wait, poll=1.0))
+                                                   ramp=args.ramp, max_cycles=10**9, wait=args.wait, poll=1.5))
             results.append(report(
                 f"Phase 2 · {len(tokens) - 1} annotators at once (think {args.think:g} s, ramp {args.ramp:g} s, "
                 f"waiting by {args.wait})",

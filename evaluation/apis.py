@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
@@ -23,6 +22,7 @@ from evaluation import exports, selectors, services
 from evaluation.exporters.tables import to_json
 from evaluation.filters import parse_filters
 from evaluation.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
+from evaluation.responses import export_response
 
 FILTER_PARAMETERS = [
     OpenApiParameter("model", str, description="Model name (ModelConfig.name)"),
@@ -117,17 +117,10 @@ class BatchReportApi(APIView):
                       for (model, category), counts in report.counts.items()],
             "annotators": [{"annotator": row.pseudonym, **_counts_payload(row.counts)} for row in report.annotators],
             "exports": {name: [reverse("api-batch-table", args=[batch.id, name, fmt]) for fmt in formats]
-                        for name, formats in exports.EXPORTS.items() if name != "sessions"},
+                        for name, formats in exports.EXPORTS.items() if name != "sessions"}
+            | {"sessions": [reverse("api-batch-sessions-jsonl", args=[batch.id]),
+                            reverse("api-batch-sessions-fire", args=[batch.id])]},
         })
-
-
-def _file_response(export: exports.Export):
-    if export.stream is not None:
-        response = StreamingHttpResponse(export.stream, content_type=export.content_type)
-    else:
-        response = HttpResponse(export.content, content_type=export.content_type)
-    response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
-    return response
 
 
 FILE_RESPONSES = {
@@ -158,7 +151,7 @@ class BatchTableExportApi(APIView):
     )
     def get(self, request, batch_id: int, name: str, fmt: str):
         batch = _researcher_batch(request, batch_id)
-        return _file_response(exports.build_export(batch, name, fmt, parse_filters(request.query_params)))
+        return export_response(request, exports.build_export(batch, name, fmt, parse_filters(request.query_params)))
 
 
 class BatchSessionExportApi(APIView):
@@ -173,7 +166,8 @@ class BatchSessionExportApi(APIView):
     )
     def get(self, request, batch_id: int):
         batch = _researcher_batch(request, batch_id)
-        return _file_response(exports.build_export(batch, "sessions", self.fmt, parse_filters(request.query_params)))
+        export = exports.build_export(batch, "sessions", self.fmt, parse_filters(request.query_params))
+        return export_response(request, export)
 
 
 class BatchSessionFireExportApi(BatchSessionExportApi):

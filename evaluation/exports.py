@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from django.apps import apps
-from django.core.exceptions import FieldError
 from django.utils.text import slugify
 
 from annotate.errors import ApplicationError, NotFound
@@ -26,7 +24,7 @@ from evaluation.exporters.sessions import jsonl_lines
 from evaluation.exporters.table_image import render_table_image
 from evaluation.exporters.tables import Table, render
 from evaluation.filters import NO_FILTERS, ReportFilters
-from evaluation.fire_metrics import fire_rating_table
+from evaluation.fire_reports import fire_ratings_table
 
 TABLE_FORMATS = ("csv", "md", "tex", "json")
 IMAGE_FORMATS = ("png", "svg")
@@ -76,24 +74,6 @@ def export_filename(batch: Batch, name: str, fmt: str) -> str:
     return f"{slugify(batch.name) or batch.id}-{name}.{EXTENSIONS.get(fmt, fmt)}"
 
 
-def fire_ratings_table(batch: Batch) -> Table:
-    """FIRE Table A1 from the batch's final ratings. Errors clearly where ratings do not exist (yet)."""
-    try:
-        rating_model = apps.get_model("annotate", "Rating")
-        rows = list(
-            rating_model.objects.filter(
-                turn__conversation__batch=batch, is_final=True, score__isnull=False,
-                turn__kind__in=["feedback", "response"],
-            ).values_list("turn__conversation__split", "turn__kind", "score")
-        )
-    except (LookupError, FieldError):
-        raise ApplicationError("FIRE ratings are not available yet in this installation.",
-                               code="not_available") from None
-    if not rows:
-        raise ApplicationError(f"Batch {batch.name!r} has no final FIRE ratings to export.", code="no_ratings")
-    return fire_rating_table((split or "all", kind, score) for split, kind, score in rows)
-
-
 def _paper_table(batch: Batch, name: str, filters: ReportFilters) -> Table:
     accuracy, correction = selectors.report_tables(selectors.outcome_counts(batch, filters), filters)
     return accuracy if name == "accuracy" else correction
@@ -110,6 +90,7 @@ def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_
         if not counts:
             raise ApplicationError("No counted sessions to plot yet (for these filters).", code="no_sessions")
         return Export(filename, content_type, render_plot(name, counts, fmt, **selectors.layout(counts)))
+    # FIRE Table A1 is built by fire_reports (it raises a clear error for a batch without final ratings).
     table = fire_ratings_table(batch) if name == "fire-ratings" else _paper_table(batch, name, filters)
     if fmt in IMAGE_FORMATS:
         return Export(filename, content_type, render_table_image(table, fmt))

@@ -207,26 +207,12 @@ def report_tables(counts: dict[CountsKey, OutcomeCounts], filters: ReportFilters
     return accuracy, correction
 
 
-def _date_filtered(batch: Batch, filters: ReportFilters, annotator_id):
-    """Counts and breakdown from ONE GROUP BY over the date range (the expensive read), then names."""
-    rows, total = _rows(batch, filters, annotator_id=annotator_id)
-    grouped = list(
-        rows.values_list("model_config_id", "category", "annotator_id", "corrected_round").annotate(n=total).order_by()
-    )
-    names = _model_names(row[0] for row in grouped)
-    pseudonyms = _pseudonyms(row[2] for row in grouped if row[2] is not None)
-    counts = _tally(((names[m], category), r, n) for m, category, _, r, n in grouped)
-    by_annotator = _tally((pseudonyms[a], r, n) for _, _, a, r, n in grouped if a is not None)
-    return counts, _ordered(by_annotator)
-
-
 def batch_report(batch: Batch, filters: ReportFilters = NO_FILTERS, *, breakdown: bool = True) -> Report:
+    # Two narrow GROUP BYs (few groups each) beat one by model x category x annotator: on a date range of
+    # 145k sessions, 2 x 70 ms against 200 ms plus 28k rows to carry into Python.
     annotator_id = _annotator_id(filters)
-    if filters.by_date and breakdown:
-        counts, annotators = _date_filtered(batch, filters, annotator_id)
-    else:
-        counts = outcome_counts(batch, filters, annotator_id)
-        annotators = annotator_breakdown(batch, filters, annotator_id) if breakdown else []
+    counts = outcome_counts(batch, filters, annotator_id)
+    annotators = annotator_breakdown(batch, filters, annotator_id) if breakdown else []
     accuracy, correction = report_tables(counts, filters)
     return Report(batch, filters, counts, accuracy, correction, annotators)
 

@@ -8,11 +8,12 @@ skip the sessions already counted.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 
 from django.db import connection, transaction
-from django.db.models import Count, F, Sum
+from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from annotate.models import Batch, Job, Session, Task
@@ -270,10 +271,16 @@ def _dispatch_recompute(job_id: int) -> None:
         job_fail(job_id=job_id, error=f"Could not reach the task queue: {error}")
 
 
+# A RUNNING job older than this lost its worker (the task's hard limit is 660 s): a redelivery may take it.
+STALE_JOB_AFTER = dt.timedelta(minutes=15)
+
+
 def job_claim(*, job_id: int) -> Job | None:
     """QUEUED -> RUNNING with a conditional update; None when another worker has it (or it is finished)."""
-    claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
-        status=Job.Status.RUNNING, started_at=timezone.now(), progress=0.0, message="Counting sessions"
+    now = timezone.now()
+    claimable = Q(status=Job.Status.QUEUED) | Q(status=Job.Status.RUNNING, started_at__lt=now - STALE_JOB_AFTER)
+    claimed = Job.objects.filter(claimable, pk=job_id).update(
+        status=Job.Status.RUNNING, started_at=now, progress=0.0, message="Counting sessions"
     )
     return Job.objects.filter(pk=job_id).first() if claimed else None
 
@@ -285,7 +292,11 @@ def job_fail(*, job_id: int, error: str) -> None:
 
 
 def recompute_job_run(*, job_id: int) -> Job | None:
-    """Run a queued recompute job: claim it, recompute, record the report. A job already taken is skipped."""
+    """Run a queued recompute job: claim it, recompute, record the report. A job already taken is skipped.
+
+    Progress goes 0 -> 1 in one step: the recount is one transaction of a few seconds, with nothing to show
+    in between that another connection could see.
+    """
     job = job_claim(job_id=job_id)
     if job is None:
         return None

@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -19,9 +19,10 @@ from django.views.decorators.http import require_POST
 from annotate.errors import ApplicationError, NotFound
 from annotate.errors import PermissionDenied as DomainPermissionDenied
 from evaluation import exports, selectors, services
-from evaluation.exporters.tables import Table, _is_number, cell_text
+from evaluation.exporters.tables import Table, cell_text
 from evaluation.filters import NO_FILTERS, OUTCOME_CHOICES, ReportFilterForm, form_error_text
 from evaluation.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
+from evaluation.responses import export_response
 
 SESSIONS_PER_PAGE = 50
 BREAKDOWN_ROWS = 100
@@ -52,11 +53,11 @@ def _filters(request):
 
 
 def html_table(table: Table) -> dict:
-    """A Table as text cells, each flagged numeric for right alignment."""
+    """A Table as text cells, each flagged for right alignment (numbers, and "-" for undefined ones)."""
     return {
         "title": table.title,
         "columns": table.columns,
-        "rows": [[(cell_text(cell), _is_number(cell)) for cell in row] for row in table.rows],
+        "rows": [[(cell_text(cell), not isinstance(cell, str)) for cell in row] for row in table.rows],
         "notes": table.notes,
     }
 
@@ -133,13 +134,7 @@ def batch_export(request, batch_id: int, name: str, fmt: str):
         raise Http404(failure.message) from None
     except ApplicationError as failure:
         return HttpResponseBadRequest(failure.message, content_type="text/plain")
-    if export.stream is not None:
-        response = StreamingHttpResponse(export.stream, content_type=export.content_type)
-    else:
-        response = HttpResponse(export.content, content_type=export.content_type)
-    response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
-    response["Cache-Control"] = "private, no-cache"
-    return response
+    return export_response(request, export)
 
 
 @researcher_required

@@ -13,7 +13,7 @@ from functools import reduce
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery, Value
 from django.utils import timezone
 
 from annotate.models import Assignment, Batch, Session, User, WorkItem
@@ -106,20 +106,29 @@ def _queue_state(annotator: User) -> _QueueState:
 
 def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None = None):
     state = state or _queue_state(annotator)
-    batch_id = batch.pk if batch is not None else annotator.crowd_batch_id  # invited: only the batch they joined
-    items = WorkItem.objects.filter(
-        batch__status=Batch.Status.READY,
-        batch__kind__in=QUEUED_KINDS,
-        completed_count__lt=F("batch__overlap") - F("active_count"),
-    ).filter(Q(pinned_to__isnull=True) | Q(pinned_to=annotator))
-    if batch_id is not None:
-        items = items.filter(batch_id=batch_id)
-    if batch is not None:  # implied by the overlap condition; bounds the index range to the items still open
-        items = items.filter(completed_count__lt=batch.overlap)
+    if batch is not None:
+        # The batch is at hand: its settings go into the query as values (no join; the index range skips the
+        # items that already have K completed sessions).
+        if batch.status != Batch.Status.READY or batch.kind not in QUEUED_KINDS:
+            return WorkItem.objects.none()
+        items = WorkItem.objects.filter(batch_id=batch.pk, completed_count__lt=batch.overlap).filter(
+            completed_count__lt=Value(batch.overlap) - F("active_count")
+        )
+        back_to_back = None if batch.allow_same_task_back_to_back else Q()  # Q(): always excluded
+    else:
+        items = WorkItem.objects.filter(
+            batch__status=Batch.Status.READY,
+            batch__kind__in=QUEUED_KINDS,
+            completed_count__lt=F("batch__overlap") - F("active_count"),
+        )
+        if annotator.crowd_batch_id:  # invited participants work only on the batch they joined
+            items = items.filter(batch_id=annotator.crowd_batch_id)
+        back_to_back = Q(batch__allow_same_task_back_to_back=False)
+    items = items.filter(Q(pinned_to__isnull=True) | Q(pinned_to=annotator))
     done = Assignment.objects.filter(annotator=annotator).values("work_item_id")
     items = items.exclude(pk__in=done)
-    if state.last_task_id is not None:
-        items = items.exclude(Q(task_id=state.last_task_id) & Q(batch__allow_same_task_back_to_back=False))
+    if state.last_task_id is not None and back_to_back is not None:  # not the same task twice in a row
+        items = items.exclude(Q(task_id=state.last_task_id) & back_to_back)
     # Pinned items first, then breadth-first: the pairs closest to K completed sessions.
     return items.order_by(F("pinned_to").asc(nulls_last=True), "-completed_count", "id")
 

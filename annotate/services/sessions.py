@@ -6,6 +6,8 @@ task dispatched on commit (never inside a web request).
 
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -13,6 +15,8 @@ from annotate.errors import ApplicationError, Conflict
 from annotate.models import Assignment, ModelConfig, Round, Session
 from annotate.prompts import feedback_for_model, templates_for
 from annotate.verification import contains_ground_truth
+
+logger = logging.getLogger(__name__)
 
 MAX_FEEDBACK_CHARS = 4000
 
@@ -164,9 +168,10 @@ def _advance_after_verdict(session: Session, rnd: Round) -> None:
 
 def _notify_completed(session_id: int) -> None:
     """Hook for aggregation: counters are updated when a session completes (evaluation app)."""
+    from evaluation.tasks import outcome_record
+
     try:
-        from evaluation.tasks import outcome_record
-    except ImportError:  # evaluation's aggregation is optional for the engine
-        return
-    outcome_record.delay(session_id)
+        outcome_record.delay(session_id)
+    except Exception:  # the session is saved; a recount (recompute_outcomes) repairs the counters later
+        logger.warning("could not queue the outcome count of session %s", session_id, exc_info=True)
 

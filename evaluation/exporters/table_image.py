@@ -5,7 +5,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from evaluation.exporters.plots import figure_bytes
-from evaluation.exporters.tables import Table, _is_number, cell_text
+from evaluation.exporters.tables import Table, cell_text
 
 
 def table_figure(table: Table) -> Figure:
@@ -21,7 +21,7 @@ def table_figure(table: Table) -> Figure:
     for (row, column), cell in drawn.get_celld().items():
         if row == 0:
             cell.set_text_props(weight="bold")
-        elif table.rows and not _is_number(table.rows[row - 1][column]):
+        elif table.rows and isinstance(table.rows[row - 1][column], str):  # text left, numbers centred
             cell.set_text_props(ha="left")
     axes.set_title(table.title, fontsize=10)
     if table.notes:

@@ -174,3 +174,12 @@ def test_recompute_repairs_drift(mixed_batch):
     report = services.outcome_recompute(batch_id=batch.id)
     assert (report["sessions"], report["removed"], report["added"]) == (21, 1, 0)
     assert services.outcome_recompute(batch_id=batch.id)["removed"] == 0  # nothing drifted: nothing written
+
+
+def test_a_running_job_whose_worker_died_can_be_taken_again(mixed_batch):
+    batch, _ = mixed_batch
+    job = Job.objects.create(kind=Job.Kind.AGGREGATE, batch=batch, status=Job.Status.RUNNING,
+                             started_at=dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1))
+    assert services.recompute_job_run(job_id=job.id) is None  # still within its time limit: someone has it
+    Job.objects.filter(pk=job.id).update(started_at=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1))
+    assert services.recompute_job_run(job_id=job.id).status == Job.Status.SUCCEEDED

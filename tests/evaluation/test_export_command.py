@@ -8,6 +8,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from annotate.models import Conversation, Rating
 from tests.evaluation.builders import sessions_from_counts
 from tests.factories import BatchFactory, ModelConfigFactory, make_batch
 
@@ -85,21 +86,14 @@ def test_empty_batch_exports_an_empty_table():
 
 
 def test_fire_ratings_table(annotator):
-    """FIRE Table A1 from final ratings (skipped where the FIRE rating models are not installed)."""
-    from django.apps import apps
-
-    try:
-        conversation_model, rating_model = apps.get_model("annotate", "Conversation"), apps.get_model("annotate",
-                                                                                                       "Rating")
-    except LookupError:
-        pytest.skip("FIRE rating models not installed")
+    """FIRE Table A1 from final ratings (built by evaluation.fire_reports)."""
     batch = BatchFactory(name="fire-pilot", kind="fire")
-    conversation = conversation_model.objects.create(batch=batch, external_id="c1", question="Q?", split="test")
+    conversation = Conversation.objects.create(batch=batch, external_id="c1", question="Q?", split="test")
     scores = {("feedback", 1): 4, ("response", 2): 2, ("feedback", 3): 5}
     for (kind, index), score in scores.items():
         turn = conversation.turns.create(index=index, role="teacher" if kind == "feedback" else "student",
                                          kind=kind, text="…", is_rateable=True)
-        rating_model.objects.create(turn=turn, annotator=annotator, score=score, is_final=True)
+        Rating.objects.create(turn=turn, annotator=annotator, score=score, is_final=True)
     rows = _run("--batch", "fire-pilot", "--table", "fire-ratings", "--format", "csv").splitlines()
     assert rows[0] == "Split,#Feedback,Feedback,Feedback 95% CI,#Response,Response,Response 95% CI"
     assert rows[1].startswith("test,2,4.50,") and ",1,2.00," in rows[1]

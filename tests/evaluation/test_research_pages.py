@@ -111,3 +111,22 @@ def test_recompute_button_queues_a_job(client, researcher, batch, monkeypatch, d
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(f"/research/batches/{batch.id}/recompute/")
     assert response.status_code == 302 and len(sent) == 1
+
+
+def test_session_export_streams_under_asgi(researcher, batch):
+    """Under daphne the JSONL export is an async stream (Django would otherwise buffer a sync one whole)."""
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    client = AsyncClient()
+
+    async def fetch():
+        await client.aforce_login(researcher)
+        response = await client.get(f"/research/batches/{batch.id}/export/sessions.jsonl")
+        assert response.is_async
+        return response, [chunk async for chunk in response.streaming_content]
+
+    response, chunks = async_to_sync(fetch)()
+    assert response.status_code == 200
+    lines = b"".join(chunks).decode().splitlines()
+    assert len(lines) == 80 and len(chunks) == 1  # 80 sessions < one batch of 200 lines
