@@ -26,7 +26,23 @@ def _dispatch_generation(round_id: int, config: ModelConfig) -> None:
     from annotate.tasks import round_generate  # tasks import services; keep the cycle lazy
 
     options = {"queue": config.queue_name, "soft_time_limit": config.soft_time_limit, "time_limit": config.time_limit}
-    transaction.on_commit(lambda: round_generate.apply_async(args=[round_id], **options))
+
+    def send():
+        try:
+            round_generate.apply_async(args=[round_id], **options)
+        except Exception:  # broker down: say so on the page (Retry), never run the model in the web process
+            logger.exception("could not queue round %s on %s", round_id, config.queue_name)
+            _mark_undeliverable(round_id)
+
+    transaction.on_commit(send)
+
+
+def _mark_undeliverable(round_id: int) -> None:
+    message = "The model queue could not be reached. Your text is saved; press Retry in a moment."
+    Round.objects.filter(pk=round_id, generation_status=Round.Generation.QUEUED).update(
+        generation_status=Round.Generation.FAILED, error=message
+    )
+    Session.objects.filter(rounds__pk=round_id, status=Session.Status.GENERATING).update(status=Session.Status.FAILED)
 
 
 def session_start(*, assignment: Assignment) -> Session:

@@ -167,3 +167,18 @@ def test_a_redelivered_task_reclaims_its_own_round_but_not_anothers(annotator, s
     assert rnd.generation_status == Round.Generation.DONE and rnd.attempts == 3
     generation.round_generate(round_id=rnd.id, claim_token="worker-a")  # a late duplicate does nothing
     assert session.rounds.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dead_broker_fails_the_round_visibly_and_keeps_the_text(annotator, simulated_model, settings):
+    from unittest import mock
+
+    from annotate.tasks import round_generate
+
+    batch = make_batch(models=[simulated_model])
+    with mock.patch.object(round_generate, "apply_async", side_effect=ConnectionError("broker down")):
+        session = assignment_next(annotator=annotator, batch=batch).session
+    session.refresh_from_db()
+    rnd = session.rounds.get()
+    assert session.status == Session.Status.FAILED
+    assert rnd.generation_status == Round.Generation.FAILED and "could not be reached" in rnd.error
