@@ -3,11 +3,19 @@ publisher reuses one event loop (and so one Redis connection pool) across chunks
 
 import asyncio
 
-from asgiref.sync import async_to_sync
 from channels_redis.core import RedisChannelLayer
 
 from annotate import realtime
 from annotate import settings as project_settings
+
+
+def run_isolated(coroutine_function):
+    """Run a coroutine in a thread of its own: the Playwright tests keep an event loop running in the main
+    thread for the whole session, and async_to_sync refuses to run beside it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine_function()).result()
 
 
 def project_layer() -> RedisChannelLayer:
@@ -29,7 +37,7 @@ def test_an_idle_receiver_outlives_the_redis_read_timeout(redis_url):
         await layer.flush()
         return message
 
-    assert async_to_sync(scenario)()["event"] == {"type": "chunk"}
+    assert run_isolated(scenario)["event"] == {"type": "chunk"}
 
 
 def test_publishes_from_sync_code_share_one_loop_and_arrive_in_order(redis_url, settings):
@@ -41,7 +49,7 @@ def test_publishes_from_sync_code_share_one_loop_and_arrive_in_order(redis_url, 
         await layer.group_add(realtime.session_group(4242), channel)
         return channel
 
-    channel = async_to_sync(listen)()
+    channel = run_isolated(listen)
     realtime.publish_chunk(4242, 1, 1, "Hello ")
     loop = realtime._publisher.loop()
     realtime.publish_chunk(4242, 1, 2, "world")
@@ -53,4 +61,4 @@ def test_publishes_from_sync_code_share_one_loop_and_arrive_in_order(redis_url, 
         await layer.flush()
         return [first["event"]["text"], second["event"]["text"]]
 
-    assert async_to_sync(drain)() == ["Hello ", "world"]
+    assert run_isolated(drain) == ["Hello ", "world"]
