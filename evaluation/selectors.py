@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.db.models import Count, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Sum
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from annotate.errors import ApplicationError, NotFound, PermissionDenied
-from annotate.models import Batch, Job, ModelConfig, Round, Session, TaskImage, User
+from annotate.models import Batch, Job, ModelConfig, Session, User
+from annotate.selectors.sessions import sessions_with_rounds
 from evaluation.exporters.tables import Table
 from evaluation.filters import NO_FILTERS, ReportFilters
 from evaluation.metrics import ROUNDS, CountsKey, OutcomeCounts, accuracy_table, correction_rate_table
@@ -239,15 +240,8 @@ def counted_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> Query
     return rows.select_related("session__task", "model_config", "annotator").order_by("-completed_at", "-session_id")
 
 
-def _sessions_with_rounds() -> QuerySet[Session]:
-    return Session.objects.select_related("task", "model_config", "annotator").prefetch_related(
-        Prefetch("rounds", queryset=Round.objects.order_by("index")),
-        Prefetch("task__task_images", queryset=TaskImage.objects.select_related("blob").order_by("position")),
-    )
-
-
 def session_for_batch(batch: Batch, session_id: int) -> Session:
-    session = _sessions_with_rounds().filter(pk=session_id, batch=batch).first()
+    session = sessions_with_rounds().filter(pk=session_id, batch=batch).first()
     if session is None:
         raise NotFound(f"Session {session_id} is not in batch {batch.name!r}.")
     return session
@@ -255,7 +249,7 @@ def session_for_batch(batch: Batch, session_id: int) -> Session:
 
 def export_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> Iterator[Session]:
     """Completed sessions with rounds, task and images, streamed in chunks (for JSONL and FIRE exports)."""
-    sessions = _sessions_with_rounds().filter(batch=batch, status=Session.Status.COMPLETED)
+    sessions = sessions_with_rounds().filter(batch=batch, status=Session.Status.COMPLETED)
     start, end = filters.completed_range()
     if start:
         sessions = sessions.filter(completed_at__gte=start)

@@ -8,7 +8,8 @@ from annotate.errors import NotFound
 from annotate.models import Round, Session, TaskImage, User
 
 
-def _session_queryset():
+def sessions_with_rounds():
+    """Sessions with task, model, annotator, ordered rounds and images loaded (no N+1 in pages or exports)."""
     return Session.objects.select_related("task", "model_config", "batch", "annotator").prefetch_related(
         Prefetch("rounds", queryset=Round.objects.order_by("index")),
         Prefetch("task__task_images", queryset=TaskImage.objects.select_related("blob").order_by("position")),
@@ -25,7 +26,7 @@ def user_can_read_session(user: User, session: Session) -> bool:
 
 def access_session(user: User, session_id: int) -> Session:
     """Fetch a session the user may see. Someone else's session is reported as missing (no id probing)."""
-    session = _session_queryset().filter(pk=session_id).first()
+    session = sessions_with_rounds().filter(pk=session_id).first()
     if session is None or not user_can_read_session(user, session):
         raise NotFound(f"Session {session_id} does not exist or is not yours.")
     return session

@@ -165,7 +165,7 @@ def round_fail(*, round_id: int, claim_token: str, message: str) -> None:
 
 
 def publish_session(session_id: int) -> None:
-    from annotate.selectors.sessions import _session_queryset
+    from annotate.selectors.sessions import sessions_with_rounds
 
-    session = _session_queryset().get(pk=session_id)
+    session = sessions_with_rounds().get(pk=session_id)
     realtime.publish_snapshot(session_id, session_snapshot(session))
