@@ -19,13 +19,17 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=4401)
             return
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
+        # Join the group before reading the snapshot: an event published in between is then delivered
+        # after the snapshot (the page drops what the snapshot already holds) instead of being lost.
+        self.group = realtime.session_group(self.session_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
         try:
             snapshot = await self._snapshot(user)
         except NotFound:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+            self.group = None
             await self.close(code=4404)
             return
-        self.group = realtime.session_group(self.session_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await self.send_json({"type": "snapshot", "session": snapshot})
 

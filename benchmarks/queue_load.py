@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
 import importlib.util
 import os
 import random
@@ -78,10 +79,14 @@ def parse_args() -> argparse.Namespace:
                              "GET /api/sessions/<id>/ every 1.5 s (the page's fallback)")
     parser.add_argument("--web-workers", type=int, default=max(2, os.cpu_count() or 2), help="ASGI processes")
     parser.add_argument("--celery-concurrency", type=int, default=2)
-    parser.add_argument("--conn-max-age", type=int, default=0,
-                        help="DB_CONN_MAX_AGE of the web processes (under ASGI every request runs in a thread of its "
-                             "own, so persistent connections are not reused: 0 is the right setting)")
-    parser.add_argument("--server", choices=["uvicorn", "daphne"], default=None)
+    parser.add_argument("--conn-max-age", type=int, default=None,
+                        help="DB_CONN_MAX_AGE of the web processes; default 600 with gunicorn and no pool, else 0 "
+                             "(under ASGI every request runs in a thread of its own: persistent connections are "
+                             "never reused there)")
+    parser.add_argument("--server", choices=["uvicorn", "daphne", "gunicorn"], default=None,
+                        help="uvicorn (default when installed) or daphne: the ASGI app for everything; gunicorn: "
+                             "WSGI threads for HTTP and the ASGI app for WebSockets only")
+    parser.add_argument("--threads", type=int, default=8, help="gunicorn: threads per process")
     parser.add_argument("--pool", type=int, default=4 if importlib.util.find_spec("psycopg_pool") else 0,
                         help="use Django's PostgreSQL connection pool with this many connections per process "
                              "(benchmarks/queue_load_settings.py; needs psycopg 3 with psycopg_pool)")
@@ -150,6 +155,14 @@ def create_data(n_tasks: int, n_annotators: int, reuse: bool) -> tuple[str, list
     from annotate.services.queue import work_items_create_for_batch
 
     if reuse:
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from annotate.services.queue import assignments_expire
+
+        # Items a previous run left reserved go back to the pool; its annotators start afresh.
+        assignments_expire(now=timezone.now() + timedelta(days=1))
         tokens = Token.objects.filter(user__username__startswith="bench-").order_by("user__username")
         print(f"setup: reusing {BATCH_NAME!r} ({Batch.objects.get(name=BATCH_NAME).work_items.count():,} items)")
         return BATCH_NAME, _credentials(list(tokens.select_related("user"))[: n_annotators + 1])
@@ -212,7 +225,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Popen], str, str]:
+def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Popen], str, str, str]:
+    """The web server(s) and the worker; returns (processes, API base URL, WebSocket base URL, description)."""
     from django.conf import settings
 
     from annotate import embedded_redis
@@ -222,36 +236,55 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
     logs.mkdir(parents=True, exist_ok=True)
     port = free_port()
     server = args.server or ("uvicorn" if importlib.util.find_spec("uvicorn") else "daphne")
-    if server == "uvicorn":
-        web_cmd = [sys.executable, "-m", "uvicorn", "annotate.asgi:application", "--host", "127.0.0.1",
-                   "--port", str(port), "--workers", str(args.web_workers), "--no-access-log",
-                   "--log-level", "warning", "--lifespan", "off"]
-        described = f"uvicorn, {args.web_workers} worker processes"
+
+    def asgi(port: int, workers: int) -> list[str]:
+        if importlib.util.find_spec("uvicorn"):
+            return [sys.executable, "-m", "uvicorn", "annotate.asgi:application", "--host", "127.0.0.1",
+                    "--port", str(port), "--workers", str(workers), "--no-access-log", "--log-level", "warning",
+                    "--lifespan", "off"]
+        return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"]
+
+    commands = {}
+    ws_port = port
+    if server == "gunicorn":
+        # HTTP from a WSGI server with a fixed pool of threads per process (persistent DB connections work
+        # there); WebSockets from the ASGI app on a port of its own (a proxy routes /ws/ to it in production).
+        ws_port = free_port()
+        commands["web"] = [sys.executable, "-m", "gunicorn", "-b", f"127.0.0.1:{port}", "-w", str(args.web_workers),
+                           "--threads", str(args.threads), "--worker-class", "gthread", "--keep-alive", "75",
+                           "--log-level", "warning",
+                           "django.core.wsgi:get_wsgi_application()"]
+        commands["ws"] = asgi(ws_port, 1)
+        described = (f"gunicorn (WSGI), {args.web_workers} processes x {args.threads} threads, for HTTP; "
+                     f"{commands['ws'][2]} (1 process) for WebSockets")
+    elif server == "uvicorn":
+        commands["web"] = asgi(port, args.web_workers)
+        described = f"uvicorn (ASGI), {args.web_workers} worker processes"
     else:
-        web_cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"]
-        described = "daphne, 1 process"
+        commands["web"] = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                           "annotate.asgi:application"]
+        described = "daphne (ASGI), 1 process"
     # The worker stands for the model servers, which run on other machines in production: on this one it yields
     # the CPU to the web processes (nice 10) so that it slows the annotators' cycles, not the API under test.
-    worker_cmd = ["nice", "-n", "10", sys.executable, "-m", "celery", "-A", "annotate", "worker", "-Q", "model.simulated,default",
-                  "-c", str(args.celery_concurrency), "--loglevel", "WARNING", "-n", f"bench-{os.getpid()}@%h",
-                  "--without-mingle", "--without-gossip"]
-    procs = []
-    for name, cmd in (("web", web_cmd), ("worker", worker_cmd)):
-        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=(logs / f"{name}.log").open("wb"),
-                                      stderr=subprocess.STDOUT, start_new_session=True))
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/login/", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        stop(procs)
-        sys.exit(f"the web server did not start; see {logs / 'web.log'}")
-    return procs, base, f"{described}; celery worker -c {args.celery_concurrency}"
+    commands["worker"] = ["nice", "-n", "10", sys.executable, "-m", "celery", "-A", "annotate", "worker",
+                          "-Q", "model.simulated,default", "-c", str(args.celery_concurrency), "--loglevel", "WARNING",
+                          "-n", f"bench-{os.getpid()}@%h", "--without-mingle", "--without-gossip"]
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=(logs / f"{name}.log").open("wb"),
+                              stderr=subprocess.STDOUT, start_new_session=True) for name, cmd in commands.items()]
+    base, ws_base = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{ws_port}"
+    for url in {base, f"http://127.0.0.1:{ws_port}"}:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(url + "/login/", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            stop(procs)
+            sys.exit(f"the web server did not start; see {logs}")
+    return procs, base, ws_base, f"{described}; celery worker -c {args.celery_concurrency}"
 
 
 def stop(procs: list[subprocess.Popen]) -> None:
@@ -425,21 +458,25 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
             await asyncio.sleep(1)
 
 
-async def run_phase(base: str, batch: str, credentials: list[tuple[str, str]], *, seconds: float, think: float,
-                    ramp: float, max_cycles: int, wait: str, poll: float) -> tuple[Stats, float]:
+async def run_phase(base: str, ws_base: str, batch: str, credentials: list[tuple[str, str]], *, seconds: float,
+                    think: float, ramp: float, max_cycles: int, wait: str, poll: float) -> tuple[Stats, float]:
     import httpx
 
     stats = Stats()
-    ws_base = "ws://" + base.split("://", 1)[1]
-    limits = httpx.Limits(max_connections=len(credentials) + 10, max_keepalive_connections=len(credentials) + 10)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=httpx.Timeout(15.0)) as client:
+    # One client (one keep-alive connection) per annotator, as each browser has its own: a single shared httpx
+    # pool of 200 connections costs the client more than the server and its waits would count as latency.
+    limits = httpx.Limits(max_connections=2, max_keepalive_connections=2)
+    clients = [httpx.AsyncClient(base_url=base, limits=limits, timeout=httpx.Timeout(15.0)) for _ in credentials]
+    try:
         start = time.monotonic()
         deadline = start + seconds
         delays = [ramp * i / len(credentials) for i in range(len(credentials))]
         await asyncio.gather(*(annotator_loop(client, stats, c, batch, ws_base, deadline, think, max_cycles, d,
                                               wait, poll)
-                               for c, d in zip(credentials, delays, strict=True)))
+                               for client, c, d in zip(clients, credentials, delays, strict=True)))
         elapsed = time.monotonic() - start
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
     return stats, elapsed
 
 
@@ -501,19 +538,27 @@ def main() -> None:
     args = parse_args()
     if not args.database_url:
         sys.exit("Set DATABASE_URL (postgres://postgres@127.0.0.1:5432/postgres) or pass --database-url")
+    var_dir = ROOT / "var" / "queue_bench"
+    var_dir.mkdir(parents=True, exist_ok=True)
+    lock = (var_dir / "run.lock").open("w")
+    try:  # two runs at once would share the embedded Redis, the database and the annotators
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit("another queue_load run is in progress (var/queue_bench/run.lock)")
     database_url, scratch = scratch_database(args.database_url, args.in_place, args.reuse)
     args.keep = args.keep or args.reuse
-    var_dir = ROOT / "var" / "queue_bench"
     if args.pool:
         try:
             import psycopg_pool  # noqa: F401
         except ImportError:
             sys.exit("--pool needs psycopg 3 and psycopg_pool: pip install 'psycopg[binary,pool]'")
+    if args.conn_max_age is None:
+        args.conn_max_age = 600 if args.server == "gunicorn" and not args.pool else 0
     env = configure(database_url, var_dir, args.conn_max_age, args.pool)
     procs = []
     try:
         batch, tokens = create_data(args.tasks, args.annotators, args.reuse)
-        procs, base, described = start_processes(env, var_dir, args)
+        procs, base, ws_base, described = start_processes(env, var_dir, args)
         pool = f"Django connection pool of {args.pool} per process" if args.pool else (
             f"no connection pool (CONN_MAX_AGE={args.conn_max_age})")
         print(f"server: {described}; {pool}; {os.cpu_count()} CPUs shared with PostgreSQL and this client",
@@ -521,13 +566,14 @@ def main() -> None:
         results = []
         if args.phase in ("both", "single"):
             load = os.getloadavg()[0]
-            stats, elapsed = asyncio.run(run_phase(base, batch, tokens[:1], seconds=args.seconds, think=0, ramp=0,
-                                                   max_cycles=args.single_cycles, wait=args.wait, poll=0.02))
+            stats, elapsed = asyncio.run(run_phase(base, ws_base, batch, tokens[:1], seconds=args.seconds, think=0,
+                                                   ramp=0, max_cycles=args.single_cycles, wait=args.wait, poll=0.02))
             results.append(report("Phase 1 · one annotator walking the queue (no pauses)", stats, elapsed, 30, load))
         if args.phase in ("both", "many"):
             load = os.getloadavg()[0]
-            stats, elapsed = asyncio.run(run_phase(base, batch, tokens[1:], seconds=args.seconds, think=args.think,
-                                                   ramp=args.ramp, max_cycles=10**9, wait=args.wait, poll=1.5))
+            stats, elapsed = asyncio.run(run_phase(base, ws_base, batch, tokens[1:], seconds=args.seconds,
+                                                   think=args.think, ramp=args.ramp, max_cycles=10**9, wait=args.wait,
+                                                   poll=1.5))
             results.append(report(
                 f"Phase 2 · {len(tokens) - 1} annotators at once (think {args.think:g} s, ramp {args.ramp:g} s, "
                 f"waiting by {args.wait})",

@@ -95,6 +95,41 @@ def _save_partial(rnd: Round, claim_token: str, text: str, seq: int) -> None:
         raise ClaimLost(f"round {rnd.pk} was claimed by another worker")
 
 
+PUBLISH_INTERVAL_SECONDS = 0.05
+
+
+def _publish_stream(stream, rnd: Round, session_id: int, claim_token: str) -> int:
+    """Relay the model's chunks to the page and save progress; returns how many messages were published.
+
+    The first chunk goes out at once (it is what the annotator waits for); later ones are merged into at most
+    one message per 50 ms, so a fast model does not flood the channel layer with one message per token.
+    What is saved is exactly what was published (text and sequence number), so a snapshot and the messages
+    after it never overlap.
+    """
+    published: list[str] = []
+    pending: list[str] = []
+    last_publish = last_save = time.monotonic()
+
+    def publish() -> None:
+        nonlocal last_publish
+        text = "".join(pending)
+        pending.clear()
+        published.append(text)
+        realtime.publish_chunk(session_id, rnd.index, len(published), text)
+        last_publish = time.monotonic()
+
+    for chunk in stream:
+        pending.append(chunk)
+        if not published or time.monotonic() - last_publish >= PUBLISH_INTERVAL_SECONDS:
+            publish()
+        if time.monotonic() - last_save >= settings.STREAM_SAVE_INTERVAL_SECONDS:
+            _save_partial(rnd, claim_token, "".join(published), len(published))
+            last_save = time.monotonic()
+    if pending:
+        publish()
+    return len(published)
+
+
 def round_generate(*, round_id: int, claim_token: str) -> None:
     """Generate one round. Transient model errors propagate (the Celery task retries them)."""
     if not round_claim(round_id=round_id, claim_token=claim_token):
@@ -107,25 +142,18 @@ def round_generate(*, round_id: int, claim_token: str) -> None:
         request = build_request(rnd)
         backend = get_backend(config.backend, config.backend_settings)
         stream = backend.stream(request)
-        parts: list[str] = []
-        last_save = time.monotonic()
-        for seq, chunk in enumerate(stream, start=1):
-            parts.append(chunk)
-            realtime.publish_chunk(session.id, rnd.index, seq, chunk)
-            if time.monotonic() - last_save >= settings.STREAM_SAVE_INTERVAL_SECONDS:
-                _save_partial(rnd, claim_token, "".join(parts), seq)
-                last_save = time.monotonic()
+        published = _publish_stream(stream, rnd, session.id, claim_token)
         result = stream.result
     except PermanentModelError as error:
         round_fail(round_id=rnd.id, claim_token=claim_token, message=str(error))
         return
-    round_finish(round_id=rnd.id, claim_token=claim_token, result=result, seq=len(parts))
+    round_finish(round_id=rnd.id, claim_token=claim_token, result=result, seq=published)
 
 
 def round_finish(*, round_id: int, claim_token: str, result, seq: int) -> None:
     with transaction.atomic():
         session_id = Round.objects.values_list("session_id", flat=True).get(pk=round_id)
-        session = Session.objects.select_for_update().select_related("task", "batch").get(pk=session_id)
+        session = Session.objects.select_for_update(of=("self",)).select_related("task", "batch").get(pk=session_id)
         rnd = Round.objects.get(pk=round_id)
         if rnd.claim_token != claim_token or rnd.generation_status != Round.Generation.RUNNING:
             raise ClaimLost(f"round {round_id} is no longer ours")

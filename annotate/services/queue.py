@@ -111,6 +111,8 @@ def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None 
         # items that already have K completed sessions).
         if batch.status != Batch.Status.READY or batch.kind not in QUEUED_KINDS:
             return WorkItem.objects.none()
+        if annotator.crowd_batch_id and annotator.crowd_batch_id != batch.pk:  # invited to another batch
+            return WorkItem.objects.none()
         items = WorkItem.objects.filter(batch_id=batch.pk, completed_count__lt=batch.overlap).filter(
             completed_count__lt=Value(batch.overlap) - F("active_count")
         )

@@ -54,7 +54,7 @@ def round_override_verdict(*, round_id: int, reviewer: User, correct: bool, reas
     correct = bool(correct)
     with transaction.atomic():
         session_id = Round.objects.values_list("session_id", flat=True).get(pk=round_id)
-        session = Session.objects.select_for_update().select_related("batch").get(pk=session_id)
+        session = Session.objects.select_for_update(of=("self",)).select_related("batch").get(pk=session_id)
         if session.status != Session.Status.COMPLETED:
             raise Conflict("Only verdicts of completed sessions can be overridden; this session is "
                            f"{session.get_status_display().lower()}.")
@@ -86,6 +86,6 @@ def round_override_verdict(*, round_id: int, reviewer: User, correct: bool, reas
 
 def _recount(session_id: int) -> None:
     """Tell the evaluation app's counters (the same hook as a session completing)."""
-    from annotate.services.sessions import _notify_completed
+    from annotate.services.sessions import session_outcome_changed
 
-    _notify_completed(session_id)
+    session_outcome_changed(session_id)

@@ -62,7 +62,10 @@ def session_start(*, assignment: Assignment) -> Session:
 
 
 def _lock_session(session_id: int) -> Session:
-    return Session.objects.select_for_update().select_related("task", "batch", "model_config").get(pk=session_id)
+    # of=("self",): lock only the session row, not the batch and model rows every session shares.
+    return Session.objects.select_for_update(of=("self",)).select_related("task", "batch", "model_config").get(
+        pk=session_id
+    )
 
 
 def round_submit_feedback(
@@ -178,11 +181,11 @@ def _advance_after_verdict(session: Session, rnd: Round) -> None:
         session.completed_at = timezone.now()
         if session.assignment_id:
             assignment_complete(assignment_id=session.assignment_id)
-        transaction.on_commit(lambda: _notify_completed(session.id))
+        transaction.on_commit(lambda: session_outcome_changed(session.id))
     session.save(update_fields=["status", "corrected_round", "completed_at"])
 
 
-def _notify_completed(session_id: int) -> None:
+def session_outcome_changed(session_id: int) -> None:
     """Hook for aggregation: counters are updated when a session completes (evaluation app)."""
     from evaluation.tasks import outcome_record
 

@@ -133,6 +133,7 @@ def test_participants_are_served_only_their_batch(client, batch, simulated_model
         Session.objects.filter(assignment=assignment).update(status=Session.Status.COMPLETED)
         assignment_complete(assignment_id=assignment.id)
     assert served == [batch.id, batch.id]
+    assert assignment_next(annotator=user, batch=other) is None  # not even when asking for it by name
     assert assignment_next(annotator=UserFactory()).work_item.batch_id in (batch.id, other.id)
 
 
