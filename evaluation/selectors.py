@@ -221,9 +221,8 @@ def batch_report(batch: Batch, filters: ReportFilters = NO_FILTERS, *, breakdown
 # --- sessions ---------------------------------------------------------------------------------------
 
 
-def counted_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> QuerySet[CountedSession]:
-    """Completed, counted sessions of the batch, newest first (the browser's list; index-ordered)."""
-    rows = CountedSession.objects.filter(batch=batch)
+def _filtered(rows: QuerySet, filters: ReportFilters, *, category_field: str) -> QuerySet:
+    """The report filters shared by counted sessions and sessions (date range, model, category, annotator)."""
     start, end = filters.completed_range()
     if start:
         rows = rows.filter(completed_at__gte=start)
@@ -232,9 +231,15 @@ def counted_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> Query
     if filters.model:
         rows = rows.filter(model_config__name=filters.model)
     if filters.category:
-        rows = rows.filter(category=filters.category)
+        rows = rows.filter(**{category_field: filters.category})
     if filters.annotator:
         rows = rows.filter(annotator__pseudonym=filters.annotator)
+    return rows
+
+
+def counted_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> QuerySet[CountedSession]:
+    """Completed, counted sessions of the batch, newest first (the browser's list; index-ordered)."""
+    rows = _filtered(CountedSession.objects.filter(batch=batch), filters, category_field="category")
     if filters.outcome is not None:
         rows = rows.filter(corrected_round=filters.outcome)
     return rows.select_related("session__task", "model_config", "annotator").order_by("-completed_at", "-session_id")
@@ -249,18 +254,10 @@ def session_for_batch(batch: Batch, session_id: int) -> Session:
 
 def export_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> Iterator[Session]:
     """Completed sessions with rounds, task and images, streamed in chunks (for JSONL and FIRE exports)."""
-    sessions = sessions_with_rounds().filter(batch=batch, status=Session.Status.COMPLETED)
-    start, end = filters.completed_range()
-    if start:
-        sessions = sessions.filter(completed_at__gte=start)
-    if end:
-        sessions = sessions.filter(completed_at__lt=end)
-    if filters.model:
-        sessions = sessions.filter(model_config__name=filters.model)
-    if filters.category:
-        sessions = sessions.filter(task__category=filters.category)
-    if filters.annotator:
-        sessions = sessions.filter(annotator__pseudonym=filters.annotator)
+    sessions = _filtered(
+        sessions_with_rounds().filter(batch=batch, status=Session.Status.COMPLETED), filters,
+        category_field="task__category",
+    )
     if filters.outcome is not None:
         outcome = filters.outcome
         sessions = sessions.filter(corrected_round__isnull=True) if outcome == NEVER else sessions.filter(
