@@ -107,3 +107,16 @@ def stop(process: subprocess.Popen, timeout: float = 15) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def wait_counted(session, timeout=30):
+    """The worker counts a completed session for the reports; let it finish before the test's data is flushed."""
+    from evaluation.models import CountedSession  # imported late: Django must be set up first
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if CountedSession.objects.filter(session_id=session.id).exists():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"session {session.id} was never counted for the reports")
+

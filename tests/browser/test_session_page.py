@@ -9,6 +9,7 @@ import pytest
 from annotate.models import Session
 from tests.browser.conftest import login
 from tests.factories import ModelConfigFactory, attach_image, make_batch
+from tests.stack import wait_counted
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -81,3 +82,4 @@ def test_annotator_completes_a_session_and_sees_the_truth_only_in_round_three(
     session = Session.objects.get(annotator=annotator)
     assert session.status == Session.Status.COMPLETED and session.corrected_round == 3
     assert session.rounds.count() == 4
+    wait_counted(session)

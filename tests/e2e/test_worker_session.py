@@ -9,6 +9,7 @@ from annotate.models import Round, Session
 from annotate.services.queue import assignment_next
 from annotate.services.sessions import round_submit_feedback
 from tests.factories import ModelConfigFactory, attach_image, make_batch
+from tests.stack import wait_counted
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -38,6 +39,7 @@ def test_worker_runs_a_session_through_round_three(annotator, celery_worker_proc
     rounds = list(session.rounds.order_by("index"))
     assert [r.generation_status for r in rounds] == [Round.Generation.DONE] * 4
     assert all(r.latency_ms is not None and r.answer_text.strip().splitlines()[-1].startswith("Answer:") for r in rounds)
+    wait_counted(session)
 
 
 def test_transient_errors_are_retried_by_the_worker(annotator, celery_worker_process):
