@@ -35,6 +35,9 @@ def test_round_survives_a_killed_worker(annotator, redis_url, stack_logs):
         stack.kill_hard(first)
     rnd.refresh_from_db()
     assert rnd.generation_status == Round.Generation.RUNNING  # mid-generation when killed
+    # Redis hands an unacknowledged message to a worker once it is older than the visibility timeout; a worker
+    # restores such messages when it starts, so start the new one after that much time.
+    time.sleep(float(env["CELERY_VISIBILITY_TIMEOUT"]) + 1)
 
     second_log = stack_logs / "rescue-worker.log"
     second = stack.start_worker(second_log, name="rescuer", concurrency=1, queues=QUEUE, **env)
