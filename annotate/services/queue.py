@@ -218,20 +218,18 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
 
 
 def assignment_complete(*, assignment_id: int) -> None:
-    updated = Assignment.objects.filter(pk=assignment_id, status=Assignment.Status.ACTIVE).update(
-        status=Assignment.Status.COMPLETED, finished_at=timezone.now()
-    )
+    """Count the finished work once: an active lease frees its slot; an expired one still counts."""
+    now = timezone.now()
     work_item_id = Assignment.objects.filter(pk=assignment_id).values_list("work_item_id", flat=True).first()
-    if updated:
-        WorkItem.objects.filter(pk=work_item_id).update(
-            completed_count=F("completed_count") + 1, active_count=F("active_count") - 1
-        )
-    else:
-        # The lease had expired while the annotator finished: the work still counts.
-        WorkItem.objects.filter(pk=work_item_id).update(completed_count=F("completed_count") + 1)
-        Assignment.objects.filter(pk=assignment_id).update(
-            status=Assignment.Status.COMPLETED, finished_at=timezone.now()
-        )
+    was_active = Assignment.objects.filter(pk=assignment_id, status=Assignment.Status.ACTIVE).update(
+        status=Assignment.Status.COMPLETED, finished_at=now
+    )
+    if not was_active and not Assignment.objects.filter(pk=assignment_id).exclude(
+        status=Assignment.Status.COMPLETED
+    ).update(status=Assignment.Status.COMPLETED, finished_at=now):
+        return  # already counted
+    freed = {"active_count": F("active_count") - 1} if was_active else {}
+    WorkItem.objects.filter(pk=work_item_id).update(completed_count=F("completed_count") + 1, **freed)
 
 
 def assignment_skip(*, assignment: Assignment, reason: str) -> None:

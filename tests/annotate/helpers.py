@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from annotate.models import Round, Session
+from annotate.models import Assignment, Round, Session
 from annotate.services import generation
+from annotate.services.queue import assignment_complete
 from annotate.services.sessions import round_submit_feedback
 
 
@@ -21,3 +22,9 @@ def run_pending_round(session: Session) -> Round:
 def send_feedback(session: Session, text: str = "Count again, more carefully.", **kwargs) -> Round:
     round_submit_feedback(session_id=session.id, feedback=text, client_request_id=str(uuid.uuid4()), **kwargs)
     return run_pending_round(session)
+
+
+def finish(assignment: Assignment) -> None:
+    """Mark the assignment's session done and complete the assignment, as the engine would at the end."""
+    Session.objects.filter(assignment=assignment).update(status=Session.Status.COMPLETED)
+    assignment_complete(assignment_id=assignment.id)

@@ -3,7 +3,6 @@
 import io
 import time
 from datetime import timedelta
-from unittest import mock
 from urllib.parse import urlsplit
 
 import pytest
@@ -16,13 +15,8 @@ from annotate.services import crowd
 from annotate.services.queue import assignment_complete, assignment_next
 from tests.factories import UserFactory, make_batch
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
 
-
-@pytest.fixture(autouse=True)
-def no_dispatch():
-    with mock.patch("annotate.services.sessions._dispatch_generation"):
-        yield
 
 
 @pytest.fixture

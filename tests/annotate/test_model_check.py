@@ -12,34 +12,15 @@ from django.urls import reverse
 from annotate.models import Job, ModelConfig, User
 from annotate.services.model_check import CHECK_MAX_NEW_TOKENS, model_config_check
 from annotate.tasks import model_config_check_job
-from models_runtime import registry
-from models_runtime.tiny import build_tiny_causal_lm, build_tiny_llava
 from tests.factories import ModelConfigFactory, UserFactory
 from tests.fake_openai_server import serving
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _release_backends():
-    registry.release_all()
-    yield
-    registry.release_all()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("release_backends")]
 
 
 @pytest.fixture
 def admin_role(db):
     return UserFactory(username="ada", role=User.Role.ADMIN)
-
-
-@pytest.fixture(scope="module")
-def tiny_llava(tmp_path_factory) -> str:
-    return build_tiny_llava(tmp_path_factory.mktemp("check-models") / "tiny-llava")
-
-
-@pytest.fixture(scope="module")
-def tiny_causal(tmp_path_factory) -> str:
-    return build_tiny_causal_lm(tmp_path_factory.mktemp("check-models") / "tiny-causal")
 
 
 def run_check(config: ModelConfig, **kwargs) -> Job:
@@ -91,9 +72,9 @@ def test_a_finished_job_is_not_run_twice():
     assert job.status == Job.Status.SUCCEEDED and job.finished_at == finished_at
 
 
-def test_tiny_transformers_model_with_an_image(tiny_llava):
+def test_tiny_transformers_model_with_an_image(tiny_llava_path):
     config = ModelConfigFactory(name="tiny-llava", backend=ModelConfig.Backend.TRANSFORMERS,
-                                backend_settings={"path": tiny_llava}, generation={"max_new_tokens": 500})
+                                backend_settings={"path": tiny_llava_path}, generation={"max_new_tokens": 500})
     job = run_check(config)
     assert job.status == Job.Status.SUCCEEDED, job.error
     report = job.report
@@ -103,9 +84,9 @@ def test_tiny_transformers_model_with_an_image(tiny_llava):
     assert report["prompt_tokens"] > 0 and report["latency_ms"] >= report["time_to_first_token_ms"]
 
 
-def test_text_only_checkpoint_fails_clearly_with_an_image_and_passes_without(tiny_causal):
+def test_text_only_checkpoint_fails_clearly_with_an_image_and_passes_without(tiny_causal_path):
     config = ModelConfigFactory(name="tiny-causal", backend=ModelConfig.Backend.TRANSFORMERS,
-                                backend_settings={"path": tiny_causal})
+                                backend_settings={"path": tiny_causal_path})
     job = run_check(config)
     assert job.status == Job.Status.FAILED
     assert job.error.startswith("PermanentModelError:") and "text-only" in job.error
@@ -304,8 +285,8 @@ def test_check_model_command_runs_in_process():
     assert not Job.objects.exists()  # no job, no broker: it ran here
 
 
-def test_check_model_command_device_and_errors(tiny_llava):
-    ModelConfigFactory(name="tiny-cli", backend=ModelConfig.Backend.TRANSFORMERS, backend_settings={"path": tiny_llava})
+def test_check_model_command_device_and_errors(tiny_llava_path):
+    ModelConfigFactory(name="tiny-cli", backend=ModelConfig.Backend.TRANSFORMERS, backend_settings={"path": tiny_llava_path})
     out = io.StringIO()
     call_command("check_model", "tiny-cli", stdout=out)
     assert "device / dtype: cpu / float32" in out.getvalue()

@@ -1,7 +1,6 @@
 """Quality control: gold items served at the batch's rate, and the per-annotator quality page."""
 
 from datetime import timedelta
-from unittest import mock
 
 import pytest
 from django.urls import reverse
@@ -9,21 +8,13 @@ from django.utils import timezone
 
 from annotate.models import Assignment, Round, Session, Task, User, VerdictOverride, WorkItem
 from annotate.selectors.quality import batch_quality
-from annotate.services.queue import assignment_complete, assignment_next, gold_due
+from annotate.services.queue import assignment_next, gold_due
+from tests.annotate.helpers import finish
 from tests.factories import ModelConfigFactory, TaskFactory, UserFactory, make_batch
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def no_dispatch():
-    with mock.patch("annotate.services.sessions._dispatch_generation"):
-        yield
-
-
-def finish(assignment):
-    Session.objects.filter(assignment=assignment).update(status=Session.Status.COMPLETED)
-    assignment_complete(assignment_id=assignment.id)
 
 
 # --- gold items in the queue --------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 import threading
 from collections import Counter
 from datetime import timedelta
-from unittest import mock
 
 import pytest
 from django.db import connection, connections
@@ -11,24 +10,12 @@ from django.utils import timezone
 
 from annotate.models import Assignment, Session, WorkItem
 from annotate.services.queue import (
-    assignment_complete,
     assignment_next,
     assignment_skip,
     assignments_expire,
 )
+from tests.annotate.helpers import finish
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
-
-
-@pytest.fixture
-def no_dispatch():
-    """The broker is the outside world here: queue tests only look at reservations."""
-    with mock.patch("annotate.services.sessions._dispatch_generation"):
-        yield
-
-
-def finish(assignment):
-    Session.objects.filter(assignment=assignment).update(status=Session.Status.COMPLETED)
-    assignment_complete(assignment_id=assignment.id)
 
 
 @pytest.mark.django_db

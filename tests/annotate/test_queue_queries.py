@@ -1,7 +1,6 @@
 """Query counts of the hot path: reserving a fresh item and submitting feedback (resume and session reads are in
 test_session_apis.py). They stay flat as the batch and the annotator's history grow."""
 
-from unittest import mock
 
 import pytest
 from django.db import connection
@@ -12,13 +11,8 @@ from annotate.models import Round, Session
 from annotate.services.queue import assignment_complete
 from tests.factories import make_batch
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
 
-
-@pytest.fixture(autouse=True)
-def no_dispatch():
-    with mock.patch("annotate.services.sessions._dispatch_generation"):
-        yield
 
 
 def reserve(api_client, batch):

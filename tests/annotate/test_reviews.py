@@ -13,14 +13,8 @@ from annotate.services.sessions import round_record_verdict
 from tests.annotate.helpers import run_pending_round, send_feedback
 from tests.factories import UserFactory, make_batch
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
 
-
-@pytest.fixture(autouse=True)
-def no_dispatch():
-    """No broker here: model calls are run in-process by the helpers; the recount hook is asserted on."""
-    with mock.patch("annotate.services.sessions._dispatch_generation"):
-        yield
 
 
 @pytest.fixture

@@ -7,27 +7,13 @@ import io
 
 import pytest
 
-from models_runtime import registry
-from models_runtime.tiny import build_tiny_causal_lm, build_tiny_llava
 from tests.fake_openai_server import serving
 
 
-@pytest.fixture(scope="session")
-def tiny_llava_path(tmp_path_factory) -> str:
-    return build_tiny_llava(tmp_path_factory.mktemp("models") / "tiny-llava")
-
-
-@pytest.fixture(scope="session")
-def tiny_causal_path(tmp_path_factory) -> str:
-    return build_tiny_causal_lm(tmp_path_factory.mktemp("models") / "tiny-causal")
-
-
 @pytest.fixture(autouse=True)
-def _release_backends():
-    """Each test starts and ends with an empty registry (closed backends free their memory)."""
-    registry.release_all()
+def _empty_registry(release_backends):
+    """Every runtime test starts and ends with an empty registry (tests/conftest.py)."""
     yield
-    registry.release_all()
 
 
 @pytest.fixture
