@@ -16,4 +16,9 @@ urlpatterns = [
          name="api-batch-sessions-fire"),
     path("batches/<int:batch_id>/recompute/", apis.BatchRecomputeApi.as_view(), name="api-batch-recompute"),
     path("batches/<int:batch_id>/jobs/<int:job_id>/", apis.BatchJobApi.as_view(), name="api-batch-job"),
+    # Sessions export as a background job: POST -> 202 with the job (poll /api/jobs/<id>/), then its file.
+    path("batches/<int:batch_id>/exports/sessions/", apis.BatchSessionsExportJobApi.as_view(),
+         name="api-batch-sessions-export"),
+    path("batches/<int:batch_id>/exports/<int:job_id>/download/", apis.BatchExportDownloadApi.as_view(),
+         name="api-batch-export-download"),
 ]

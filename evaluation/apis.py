@@ -17,12 +17,13 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotate.apis_models import JobOutputSerializer
 from annotate.errors import PermissionDenied
-from evaluation import exports, selectors, services
+from evaluation import export_jobs, exports, selectors, services
 from evaluation.exporters.tables import to_json
 from evaluation.filters import parse_filters
 from evaluation.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
-from evaluation.responses import export_response
+from evaluation.responses import export_response, file_response
 
 FILTER_PARAMETERS = [
     OpenApiParameter("model", str, description="Model name (ModelConfig.name)"),
@@ -166,6 +167,7 @@ class BatchSessionExportApi(APIView):
     )
     def get(self, request, batch_id: int):
         batch = _researcher_batch(request, batch_id)
+        exports.sessions_direct_check(batch, parse_filters(request.query_params))  # large: the export job
         export = exports.build_export(batch, "sessions", self.fmt, parse_filters(request.query_params))
         return export_response(request, export)
 
@@ -242,3 +244,58 @@ class BatchJobApi(APIView):
     def get(self, request, batch_id: int, job_id: int):
         batch = _researcher_batch(request, batch_id)
         return Response(JobSerializer(selectors.job_for_batch(batch, job_id)).data)
+
+
+# --- sessions export as a background job (evaluation/export_jobs.py) ---------------------------------------
+
+FILTER_FIELDS = ("model", "category", "annotator", "date_from", "date_to", "outcome")
+
+
+class BatchSessionsExportJobApi(APIView):
+    @extend_schema_serializer(component_name="SessionsExportInput")
+    class InputSerializer(serializers.Serializer):
+        format = serializers.ChoiceField(choices=export_jobs.SESSION_FORMATS, default="jsonl",
+                                         help_text="jsonl: session records; fire: FIRE conversations")
+        gzip = serializers.BooleanField(default=False, help_text="Compress the file (.jsonl.gz)")
+        model = serializers.CharField(required=False, allow_blank=True, help_text="Model name (ModelConfig.name)")
+        category = serializers.CharField(required=False, allow_blank=True)
+        annotator = serializers.CharField(required=False, allow_blank=True, help_text="Annotator pseudonym")
+        date_from = serializers.CharField(required=False, allow_blank=True, help_text="YYYY-MM-DD (UTC)")
+        date_to = serializers.CharField(required=False, allow_blank=True, help_text="YYYY-MM-DD (UTC)")
+        outcome = serializers.CharField(required=False, allow_blank=True, help_text="0|1|2|3|never")
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={202: JobOutputSerializer, **ERRORS},
+        summary="Export completed sessions as a background job (JSON lines, optionally gzip); poll the job's url, "
+                "then download report.download_url",
+        tags=["research"],
+    )
+    def post(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        # Options and filters in the body (JSON or form); the report's query string is accepted as well.
+        body = request.data
+        data = self.InputSerializer(data={**request.query_params.dict(), **body} if hasattr(body, "keys") else body)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        filters = parse_filters({key: values.get(key, "") for key in FILTER_FIELDS})
+        job = export_jobs.sessions_export_job_create(batch=batch, user=request.user, filters=filters,
+                                                     fmt=values["format"], compress=values["gzip"])
+        return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED,
+                        headers={"Location": reverse("api-job", args=[job.id])})
+
+
+class BatchExportDownloadApi(APIView):
+    content_negotiation_class = FileContentNegotiation
+
+    @extend_schema(
+        responses={(200, "application/jsonl"): OpenApiTypes.STR, (200, "application/gzip"): OpenApiTypes.BINARY,
+                   404: OpenApiResponse(description="No such export, or you may not read its batch"),
+                   409: OpenApiResponse(description="The export has not succeeded (yet)")},
+        summary="Download the file of a finished export job (members of the batch and admins)",
+        tags=["research"],
+    )
+    def get(self, request, batch_id: int, job_id: int):
+        job = export_jobs.export_job_for_download(request.user, batch_id, job_id)
+        return file_response(request, job.result_file.open("rb"), filename=export_jobs.download_filename(job),
+                             content_type=export_jobs.content_type(job), size=job.result_file.size)

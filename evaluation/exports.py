@@ -7,6 +7,10 @@
 | fig4 / fig5   | png svg                         | corrected-round distribution per model / category |
 | fire-ratings  | csv md tex json                 | FIRE Table A1 (mean ratings of feedback/responses)|
 | sessions      | jsonl fire                      | one JSON line per session / FIRE conversations    |
+
+Sessions are large (299k sessions: minutes, hundreds of MB). Pages and the API export them as a background job
+(export_jobs.py, a Job row with progress and a file to download); their direct downloads are kept for small
+selections only (`sessions_direct_check`). The export_tables command writes any size synchronously.
 """
 
 from __future__ import annotations
@@ -67,6 +71,25 @@ def check_export(name: str, fmt: str) -> None:
     if fmt not in EXPORTS[name]:
         raise ApplicationError(
             f"Unknown format {fmt!r} for {name}; expected one of {', '.join(EXPORTS[name])}.", code="bad_format"
+        )
+
+
+# Direct (in-request) session downloads stop here: about ten seconds of a web worker. Larger: the export job.
+DIRECT_SESSIONS_LIMIT = 10_000
+
+
+def sessions_direct_check(batch: Batch, filters: ReportFilters = NO_FILTERS) -> None:
+    """Refuse (400) a direct sessions download that would hold a web worker for long; name the job instead.
+
+    Counted from the outcome counters' rows (one indexed count), the numbers the report page shows.
+    """
+    count = selectors.counted_sessions(batch, filters).count()
+    if count > DIRECT_SESSIONS_LIMIT:
+        raise ApplicationError(
+            f"{count:,} sessions match: direct downloads stop at {DIRECT_SESSIONS_LIMIT:,}. Export them as a "
+            f"background job instead: the report page's \"Export sessions (JSONL)\" button, or "
+            f"POST /api/batches/{batch.id}/exports/sessions/ (then poll the job and download its file).",
+            code="export_too_large",
         )
 
 

@@ -1,6 +1,6 @@
 """Celery entry points of the evaluation app (default queue): receive ids, re-fetch, call a service.
 
-Both are idempotent, so late acknowledgement and redelivery are safe: a session is counted once, and a job
+All are idempotent, so late acknowledgement and redelivery are safe: a session is counted once, and a job
 is claimed with a conditional update.
 """
 
@@ -11,7 +11,7 @@ import random
 from celery import shared_task
 from django.db import OperationalError
 
-from evaluation import services
+from evaluation import export_jobs, services
 
 
 def _backoff(retries: int) -> float:
@@ -31,3 +31,18 @@ def outcome_record(self, session_id: int) -> bool:
 def outcome_recompute(job_id: int) -> None:
     """Run a full recompute job (a Job row of kind aggregate, made by services.recompute_job_create)."""
     services.recompute_job_run(job_id=job_id)
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=3)
+def sessions_export(self, job_id: int) -> None:
+    """Write a sessions export job's JSONL file (a Job row of kind export, made by export_jobs).
+
+    Under the workers' global soft/hard time limits, which export_jobs's takeover of stale jobs relies on.
+    """
+    try:
+        export_jobs.sessions_export_job_run(job_id=job_id)
+    except OperationalError as error:  # the run put the job back in the queue: try again later, then give up
+        if self.request.retries >= self.max_retries:
+            services.job_fail(job_id=job_id, error=f"Database error, {self.max_retries} retries failed: {error}")
+            raise
+        raise self.retry(exc=error, countdown=_backoff(self.request.retries)) from error

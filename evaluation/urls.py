@@ -11,4 +11,8 @@ urlpatterns = [
     path("batches/<int:batch_id>/export/<str:name>.<str:fmt>", views.batch_export, name="research-export"),
     path("batches/<int:batch_id>/sessions/", views.session_list, name="research-sessions"),
     path("batches/<int:batch_id>/sessions/<int:session_id>/", views.session_detail, name="research-session"),
+    # Sessions export as a background job (evaluation/export_jobs.py).
+    path("batches/<int:batch_id>/exports/sessions/", views.batch_sessions_export_job,
+         name="research-sessions-export"),
+    path("batches/<int:batch_id>/exports/<int:job_id>/", views.batch_export_job, name="research-export-job"),
 ]

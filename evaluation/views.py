@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from annotate.errors import ApplicationError, NotFound
 from annotate.errors import PermissionDenied as DomainPermissionDenied
-from evaluation import exports, selectors, services
+from evaluation import export_jobs, exports, selectors, services
 from evaluation.exporters.tables import Table, cell_text
 from evaluation.filters import NO_FILTERS, OUTCOME_CHOICES, ReportFilterForm, form_error_text
 from evaluation.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
@@ -119,6 +119,7 @@ def batch_report(request, batch_id: int):
         "annotators": breakdown_rows(report.annotators[:BREAKDOWN_ROWS]),
         "annotators_total": len(report.annotators),
         "downloads": download_links(batch, querystring),
+        "direct_sessions_limit": exports.DIRECT_SESSIONS_LIMIT,
     })
 
 
@@ -129,6 +130,8 @@ def batch_export(request, batch_id: int, name: str, fmt: str):
     if error:
         return HttpResponseBadRequest(f"Bad filter: {error}", content_type="text/plain")
     try:
+        if name == "sessions":  # large selections: the export job (batch_sessions_export_job)
+            exports.sessions_direct_check(batch, filters)
         export = exports.build_export(batch, name, fmt, filters)
     except NotFound as failure:
         raise Http404(failure.message) from None
@@ -171,4 +174,36 @@ def session_detail(request, batch_id: int, session_id: int):
         "session": session,
         "rounds": list(session.rounds.all()),
         "images": [ti.blob.sha256 for ti in session.task.task_images.all()],
+    })
+
+
+# --- sessions export as a background job (evaluation/export_jobs.py) ---------------------------------------
+
+
+@researcher_required
+@require_POST
+def batch_sessions_export_job(request, batch_id: int):
+    """The report's "Export sessions" form (filters in the query string): queue the job, show its page."""
+    batch = selectors.batch_for_researcher(request.user, batch_id)
+    form, filters, error = _filters(request)
+    if error:
+        messages.error(request, f"Bad filter: {error}")
+        return redirect("research-report", batch_id=batch.id)
+    try:
+        job = export_jobs.sessions_export_job_create(
+            batch=batch, user=request.user, filters=filters, fmt=request.POST.get("format", "jsonl"),
+            compress=request.POST.get("gzip") in ("1", "on", "true"),
+        )
+    except ApplicationError as failure:
+        messages.error(request, failure.message)
+        return redirect("research-report", batch_id=batch.id)
+    return redirect("research-export-job", batch_id=batch.id, job_id=job.id)
+
+
+@researcher_required
+def batch_export_job(request, batch_id: int, job_id: int):
+    """An export job's progress (polled by static/js/export_job.js) and, once done, its download link."""
+    batch = selectors.batch_for_researcher(request.user, batch_id)
+    return render(request, "evaluation/export_job.html", {
+        "batch": batch, "job": export_jobs.export_job_for_batch(batch, job_id),
     })
