@@ -1,4 +1,4 @@
-"""Thin DRF views for FIRE conversation rating (and preference rating): read a conversation, save ratings."""
+"""Thin DRF views for FIRE conversation rating (and preference rating): read a conversation, save ratings, skip."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotate.models import Assignment
 from annotate.selectors.conversations import (
     access_conversation,
     conversation_for_rating,
@@ -33,6 +34,7 @@ ConversationSerializer = inline_serializer(
         ),
         "can_rate": serializers.BooleanField(),
         "submitted": serializers.BooleanField(),
+        "skipped": serializers.BooleanField(help_text="You skipped this conversation"),
         "criteria": serializers.DictField(),
         "scale": serializers.ListField(child=serializers.DictField()),
         "ranking": serializers.CharField(required=False, help_text="Preference batches only"),
@@ -57,6 +59,15 @@ _ERRORS = {
 }
 
 
+def viewer_payload(conversation, user, assignment) -> dict:
+    """The conversation as its viewer sees it; a conversation the viewer skipped is read-only."""
+    payload = conversation_payload(conversation, viewer=user, assignment=assignment)
+    payload["skipped"] = assignment is not None and assignment.status == Assignment.Status.SKIPPED
+    if payload["skipped"]:
+        payload["can_rate"] = False
+    return payload
+
+
 def _saved(result) -> Response:
     return Response(
         {"conversation_id": result.conversation_id, "saved": result.saved, "final": result.final,
@@ -70,7 +81,7 @@ class ConversationDetailApi(APIView):
                    summary="A conversation to rate, with your own ratings so far")
     def get(self, request, conversation_id: int):
         conversation, assignment = access_conversation(request.user, conversation_id)
-        return Response(conversation_payload(conversation, viewer=request.user, assignment=assignment))
+        return Response(viewer_payload(conversation, request.user, assignment))
 
 
 class ConversationRatingsApi(APIView):
@@ -176,4 +187,26 @@ class ConversationHeartbeatApi(APIView):
     def post(self, request, conversation_id: int):
         _, assignment = conversation_for_rating(request.user, conversation_id)
         assignment_renew(assignment=assignment)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ConversationSkipApi(APIView):
+    class ConversationSkipInputSerializer(serializers.Serializer):
+        # Blank passes here so the service answers with its own message ("Say why you skip ...").
+        reason = serializers.CharField(allow_blank=True, max_length=rating_services.MAX_SKIP_REASON_CHARS,
+                                       help_text="Why you skip it, e.g. 'the image does not load'")
+
+    @extend_schema(
+        request=ConversationSkipInputSerializer,
+        responses={204: None, 400: OpenApiResponse(description="No reason given, or a reason over 300 characters"),
+                   403: _ERRORS[403], 404: _ERRORS[404],
+                   409: OpenApiResponse(description="You already submitted ratings for this conversation")},
+        summary="Skip this conversation with a reason; it goes to other annotators, never back to you",
+    )
+    def post(self, request, conversation_id: int):
+        data = self.ConversationSkipInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        conversation_for_rating(request.user, conversation_id)
+        rating_services.conversation_skip(annotator=request.user, conversation_id=conversation_id,
+                                          reason=data.validated_data["reason"])
         return Response(status=status.HTTP_204_NO_CONTENT)

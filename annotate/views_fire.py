@@ -1,7 +1,9 @@
-"""The FIRE rating page (and its preference variant) and the conversation image. Selectors and services only.
+"""The FIRE rating page (and its preference variant), its skip form and the conversation image. Selectors and
+services only.
 
-The page works without JavaScript (the form posts here and the final save runs); with JavaScript it autosaves
-drafts through the API and is usable with the keyboard only (keys 1-5, Tab, arrows, Ctrl+Enter).
+The page works without JavaScript (the form posts here and the final save runs; the skip form posts to
+``fire_skip``); with JavaScript it autosaves drafts through the API and is usable with the keyboard only
+(keys 1-5, Tab, arrows, Ctrl+Enter; Enter in the skip reason skips).
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
+from annotate.apis_fire import viewer_payload
 from annotate.errors import ApplicationError, NotFound
 from annotate.models import Batch
-from annotate.selectors.conversations import PREFERENCE_DIMENSIONS, access_conversation, conversation_payload
+from annotate.selectors.conversations import PREFERENCE_DIMENSIONS, access_conversation, assignment_page_url
 from annotate.services.preferences import preference_save
-from annotate.services.ratings import ratings_save
+from annotate.services.queue import assignment_next
+from annotate.services.ratings import MAX_SKIP_REASON_CHARS, conversation_skip, ratings_save
 
 ROLE_LABELS = {"student": "Student", "teacher": "Teacher", "model": "Candidate"}
 KIND_NOUNS = {"response": "response", "feedback": "feedback", "candidate": "candidate"}
@@ -46,11 +51,13 @@ def _controls(payload: dict) -> None:
         ]
 
 
-def _page(request, conversation, assignment, *, error: str = "", status: int = 200):
-    payload = conversation_payload(conversation, viewer=request.user, assignment=assignment)
+def _page(request, conversation, assignment, *, error: str = "", skip_error: str = "", skip_reason: str = "",
+          status: int = 200):
+    payload = viewer_payload(conversation, request.user, assignment)
     _controls(payload)
     context = {"conversation": conversation, "payload": payload, "is_preference": "ranking" in payload,
-               "client_request_id": uuid.uuid4().hex, "error": error}
+               "client_request_id": uuid.uuid4().hex, "error": error, "skip_error": skip_error,
+               "skip_reason": skip_reason, "skip_max_chars": MAX_SKIP_REASON_CHARS}
     return render(request, "annotate/fire_rate.html", context, status=status)
 
 
@@ -71,6 +78,32 @@ def fire_rate_page(request, conversation_id: int):
         messages.success(request, "Your ratings were saved.")
         return redirect("home")
     return _page(request, conversation, assignment)
+
+
+@login_required
+@require_POST
+def fire_skip(request, conversation_id: int):
+    """Skip with a reason (the page's skip form without JavaScript), then straight to the next item."""
+    try:
+        conversation, assignment = access_conversation(request.user, conversation_id)
+    except NotFound:
+        raise Http404("Conversation not found") from None
+    if assignment is None:
+        raise PermissionDenied("Only the annotator this conversation is assigned to can skip it.")
+    reason = request.POST.get("reason", "")
+    try:
+        conversation_skip(annotator=request.user, conversation_id=conversation.id, reason=reason)
+    except ApplicationError as error:
+        # A missing reason shows at the reason; anything else (e.g. already submitted: no skip form) on the page.
+        where = "skip_error" if error.http_status == 400 else "error"
+        return _page(request, conversation, assignment, skip_reason=reason, status=error.http_status,
+                     **{where: error.message})
+    messages.info(request, "Skipped: the conversation goes to another annotator.")
+    following = assignment_next(annotator=request.user)
+    if following is None:
+        messages.info(request, "Nothing left to annotate right now. Thank you!")
+        return redirect("home")
+    return redirect(assignment_page_url(following))
 
 
 def _int_or_none(value: str | None) -> int | None:

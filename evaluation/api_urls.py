@@ -22,3 +22,13 @@ urlpatterns = [
     path("batches/<int:batch_id>/exports/<int:job_id>/download/", apis.BatchExportDownloadApi.as_view(),
          name="api-batch-export-download"),
 ]
+
+# Preference batches: the pairwise report as JSON and its tables as files (evaluation/preference_apis.py).
+from evaluation import preference_apis  # noqa: E402
+
+urlpatterns += [
+    path("batches/<int:batch_id>/preferences/", preference_apis.BatchPreferenceReportApi.as_view(),
+         name="api-batch-preferences"),
+    path("batches/<int:batch_id>/preferences/<str:name>.<str:fmt>", preference_apis.BatchPreferenceTableApi.as_view(),
+         name="api-batch-preference-table"),
+]

@@ -16,3 +16,12 @@ urlpatterns = [
          name="research-sessions-export"),
     path("batches/<int:batch_id>/exports/<int:job_id>/", views.batch_export_job, name="research-export-job"),
 ]
+
+# Preference batches: the pairwise report page and its downloads (evaluation/preference_views.py).
+from evaluation import preference_views  # noqa: E402
+
+urlpatterns += [
+    path("batches/<int:batch_id>/preferences/", preference_views.preference_report_page, name="research-preferences"),
+    path("batches/<int:batch_id>/preferences/<str:name>.<str:fmt>", preference_views.preference_export_download,
+         name="research-preference-export"),
+]

@@ -1,8 +1,10 @@
-"""Writes of FIRE conversation ratings: drafts (autosave) and the final "Save scores and next".
+"""Writes of FIRE conversation ratings: drafts (autosave) and the final "Save scores and next"; skipping.
 
 A final save checks that every rateable turn (each teacher feedback, each student response after the first) has
 a score 1-5, marks the ratings final and completes the annotator's assignment, so the queue counts it toward the
 batch's overlap K. Final saves are idempotent on ``client_request_id``; drafts may be partial.
+``conversation_skip`` passes on a conversation (FIRE or preference) with a reason, through the queue's
+``assignment_skip``: it goes to other annotators and never back to this one.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from django.db import transaction
 
 from annotate.errors import ApplicationError, Conflict, NotFound
 from annotate.models import Assignment, Batch, Rating, Turn, User
-from annotate.services.queue import assignment_complete, assignment_renew
+from annotate.services.queue import assignment_complete, assignment_renew, assignment_skip
 
 MAX_COMMENT_CHARS = 2000
+MAX_SKIP_REASON_CHARS = 300  # Assignment.skip_reason
 MIN_SCORE, MAX_SCORE = 1, 5
 
 
@@ -186,3 +189,41 @@ def ratings_save(
                               client_request_id=client_request_id)
         finish_assignment(assignment, final)
     return RatingsSaved(conversation_id, saved, final)
+
+
+def conversation_skip(*, annotator: User, conversation_id: int, reason: str) -> Assignment:
+    """The annotator passes on a conversation (FIRE or preference) with a reason.
+
+    An active assignment is skipped by the queue's ``assignment_skip`` (the slot goes back to the pool for other
+    annotators; the queue never serves it to this one again). Repeating a skip changes nothing; a lease that
+    expired meanwhile (its slot already back in the pool) is recorded as skipped with the reason; a conversation
+    whose ratings were submitted can no longer be skipped (409).
+    """
+    reason = (reason or "").strip()
+    if not reason:
+        raise ApplicationError("Say why you skip this conversation (for example 'the image does not load').",
+                               code="skip_reason")
+    if len(reason) > MAX_SKIP_REASON_CHARS:
+        raise ApplicationError(f"The skip reason is {len(reason)} characters; at most {MAX_SKIP_REASON_CHARS}.",
+                               code="skip_reason")
+    with transaction.atomic():
+        # The same row lock as the rating saves: a skip and a final save of one rater never interleave.
+        assignment = (
+            Assignment.objects.select_for_update(of=("self",))
+            .filter(annotator=annotator, work_item__conversation_id=conversation_id)
+            .order_by("-created_at")
+            .first()
+        )
+        if assignment is None:
+            raise NotFound(f"Conversation {conversation_id} does not exist or is not assigned to you.")
+        if assignment.status == Assignment.Status.COMPLETED:
+            raise Conflict("You already submitted your ratings for this conversation; it can no longer be skipped.",
+                           code="already_submitted")
+        if assignment.status == Assignment.Status.ACTIVE:
+            assignment_skip(assignment=assignment, reason=reason)
+        elif assignment.status == Assignment.Status.EXPIRED:
+            # Expiry already freed the slot: only the status and the reason change.
+            Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.EXPIRED).update(
+                status=Assignment.Status.SKIPPED, skip_reason=reason)
+        assignment.refresh_from_db(fields=["status", "skip_reason", "finished_at"])
+    return assignment

@@ -1,7 +1,7 @@
-// FIRE conversation rating page: keyboard-only 1-5 scores, draft autosave, "Save scores and next".
+// FIRE conversation rating page: keyboard-only 1-5 scores, draft autosave, "Save scores and next", skip.
 // The form is server-rendered and works without this script; this adds autosave through the API, the keys
-// 1-5 on the focused turn, Ctrl+Enter, a lease heartbeat, and a client request id so a retried final save
-// never counts twice.
+// 1-5 on the focused turn, Ctrl+Enter, a lease heartbeat, a client request id so a retried final save
+// never counts twice, and skipping with a reason through the API (then on to the next item).
 (function () {
   "use strict";
   const form = document.getElementById("rating-form");
@@ -153,6 +153,7 @@
   });
 
   document.addEventListener("keydown", (event) => {
+    if (event.target.closest && event.target.closest("#skip-form")) return; // Enter there skips
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
       saveFinal();
@@ -178,6 +179,63 @@
   window.addEventListener("pagehide", () => {
     if (dirty && !saving) { clearTimeout(draftTimer); saveDraft(true); }
   });
+
+  // Skip with a reason: the API, then the next item, as after a final save. Enter in the reason skips (with or
+  // without Ctrl), Esc closes the panel; opening the panel puts the focus in the reason.
+  const skipPanel = $("skip-panel");
+  const skipForm = $("skip-form");
+  const skipReason = $("skip-reason");
+  const skipError = $("skip-error");
+
+  function showSkipError(message) {
+    skipError.textContent = message || "";
+    skipError.hidden = !message;
+    skipReason.setAttribute("aria-invalid", message ? "true" : "false");
+    if (message) skipReason.focus();
+  }
+
+  async function skip() {
+    if (saving) return;
+    if (!skipReason.value.trim()) {
+      showSkipError("Say why you skip this conversation (for example 'the image does not load').");
+      return;
+    }
+    saving = true;
+    clearTimeout(draftTimer);
+    showSkipError("");
+    $("skip-button").disabled = true;
+    status.textContent = "Skipping…";
+    try {
+      const response = await post(skipForm.dataset.skipUrl, {reason: skipReason.value.trim()});
+      if (response.ok) {
+        dirty = false; // nothing more to save here: the conversation is no longer ours
+        status.textContent = "Skipped. Opening the next item…";
+        $("next-form").submit();
+        return;
+      }
+      showSkipError(await errorText(response));
+    } catch (e) {
+      showSkipError("The connection failed; nothing was skipped. Press Enter to try again.");
+    }
+    status.textContent = "";
+    saving = false;
+    $("skip-button").disabled = false;
+  }
+
+  if (skipForm) {
+    skipForm.addEventListener("submit", (event) => { event.preventDefault(); skip(); });
+    skipForm.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && event.target === skipReason) {
+        event.preventDefault();
+        skip();
+      } else if (event.key === "Escape") {
+        skipPanel.open = false;
+        $("skip-summary").focus();
+      }
+    });
+    skipReason.addEventListener("input", () => { if (!skipError.hidden) showSkipError(""); });
+    skipPanel.addEventListener("toggle", () => { if (skipPanel.open) skipReason.focus(); });
+  }
 
   // Keep the reservation while the page is open (the lease is a few minutes).
   setInterval(() => { post(form.dataset.heartbeatUrl).catch(() => {}); }, 60000);

@@ -1,0 +1,47 @@
+"""An annotator skips a FIRE conversation with the keyboard only: an empty reason is refused with a clear error,
+then Enter in the reason skips it through the API and the next conversation opens."""
+
+import pytest
+
+from annotate.importers.fire import import_fire
+from annotate.models import Assignment
+from tests.annotate.fire.fire_data import sample_records, write_images_dir, write_json
+from tests.browser.conftest import login
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_skip_with_the_keyboard_then_the_next_item(page, annotator, live_server, tmp_path):
+    path = write_json(tmp_path / "fire.json", sample_records())
+    report = import_fire(path, name="fire-skip-browser", images=write_images_dir(tmp_path / "images"), overlap=1)
+    assert report.status == "imported", report.render()
+
+    login(page, live_server.url, annotator.username)
+    page.goto(f"{live_server.url}/?annotate=1")
+    page.focus("#next-button")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/annotate/conversations/*/")
+    first_url = page.url
+
+    page.focus("#skip-summary")
+    page.keyboard.press("Enter")  # opens the panel; the focus goes to the reason
+    page.wait_for_function("document.activeElement.id === 'skip-reason'")
+    page.keyboard.press("Enter")  # no reason yet
+    error = page.locator("#skip-error")
+    error.wait_for(state="visible")
+    assert "Say why you skip this conversation" in error.inner_text()
+    assert page.locator("#skip-reason").get_attribute("aria-invalid") == "true"
+    assert page.url == first_url  # refused in the page, nothing posted
+    assert Assignment.objects.get(annotator=annotator).status == Assignment.Status.ACTIVE
+
+    page.keyboard.type("The image does not load")
+    assert error.is_hidden()
+    with page.expect_response(lambda r: r.url.endswith("/skip/") and "/api/conversations/" in r.url) as skip:
+        page.keyboard.press("Enter")
+    assert skip.value.status == 204
+    page.wait_for_url(lambda url: url != first_url and "/annotate/conversations/" in url)
+
+    skipped, current = Assignment.objects.filter(annotator=annotator).order_by("created_at")
+    assert (skipped.status, skipped.skip_reason) == (Assignment.Status.SKIPPED, "The image does not load")
+    assert current.status == Assignment.Status.ACTIVE
+    assert page.url.endswith(f"/annotate/conversations/{current.work_item.conversation_id}/")
