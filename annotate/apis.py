@@ -53,9 +53,10 @@ class SessionFeedbackApi(APIView):
     def post(self, request, session_id: int):
         data = self.SessionFeedbackInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        session_for_annotator(request.user, session_id)
-        session_services.round_submit_feedback(session_id=session_id, **data.validated_data)
-        return _snapshot_response(request.user, session_id, status.HTTP_201_CREATED)
+        rnd = session_services.round_submit_feedback(session_id=session_id, annotator=request.user,
+                                                     **data.validated_data)
+        # The session is at hand (locked and updated by the service): no second permission check or read.
+        return Response(session_snapshot(rnd.session), status=status.HTTP_201_CREATED)
 
 
 class SessionDraftApi(APIView):
@@ -66,16 +67,15 @@ class SessionDraftApi(APIView):
     def post(self, request, session_id: int):
         data = self.SessionDraftInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        session_for_annotator(request.user, session_id)
-        session_services.session_save_draft(session_id=session_id, draft=data.validated_data["draft"])
+        session_services.session_save_draft(session_id=session_id, draft=data.validated_data["draft"],
+                                            annotator=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class SessionRetryApi(APIView):
     @extend_schema(request=None, responses=SnapshotSerializer, summary="Retry a failed model answer")
     def post(self, request, session_id: int):
-        session_for_annotator(request.user, session_id)
-        session_services.round_retry(session_id=session_id)
+        session_services.round_retry(session_id=session_id, annotator=request.user)
         return _snapshot_response(request.user, session_id)
 
 
@@ -88,8 +88,8 @@ class SessionVerdictApi(APIView):
     def post(self, request, session_id: int):
         data = self.SessionVerdictInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        session_for_annotator(request.user, session_id)
-        session_services.round_record_verdict(session_id=session_id, correct=data.validated_data["correct"])
+        session_services.round_record_verdict(session_id=session_id, correct=data.validated_data["correct"],
+                                              annotator=request.user)
         return _snapshot_response(request.user, session_id)
 
 

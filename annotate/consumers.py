@@ -8,6 +8,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from annotate import realtime
 from annotate.errors import NotFound
 from annotate.selectors.sessions import access_session, session_snapshot
+from annotate.services.sessions import session_save_draft
 
 
 class SessionConsumer(AsyncJsonWebsocketConsumer):
@@ -41,7 +42,21 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
+    @database_sync_to_async
+    def _save_draft(self, user, draft: str):
+        session_save_draft(session_id=self.session_id, draft=draft, annotator=user)
+
     async def receive_json(self, content, **kwargs):
+        # The page autosaves its feedback draft over the socket it already holds (no HTTP request per save).
+        if content.get("type") == "draft" and isinstance(content.get("draft"), str):
+            try:
+                await self._save_draft(self.scope["user"], content["draft"])
+            except NotFound:  # not the annotator's own session (a researcher watching): nothing to save
+                await self.send_json({"type": "draft_error", "id": content.get("id"),
+                                      "detail": "Only the session's annotator can save a draft."})
+                return
+            await self.send_json({"type": "draft_saved", "id": content.get("id")})
+            return
         # The client may ask for a fresh snapshot (after a gap in chunk sequence numbers).
         if content.get("type") == "snapshot":
             try:

@@ -231,6 +231,8 @@ class Assignment(models.Model):
         ]
         indexes = [
             models.Index(fields=["annotator", "status"], name="assignment_by_annotator"),
+            # The annotator's latest assignment (not the same task twice in a row): one index probe.
+            models.Index(fields=["annotator", "-created_at"], name="assignment_latest"),
             models.Index(fields=["status", "lease_expires_at"], name="assignment_lease"),
         ]
 

@@ -40,6 +40,7 @@ from django.db.models import Max  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
+from annotate.importers.bulk import copy_from_text  # noqa: E402
 from annotate.models import Batch, ModelConfig, Round, Session, Task, User  # noqa: E402
 from evaluation import services  # noqa: E402
 from evaluation.models import AnnotatorOutcomeCounter, BatchAggregate, CountedSession, OutcomeCounter  # noqa: E402
@@ -99,9 +100,8 @@ def bulk_insert(model, varying: list[str], rows) -> int:
                 buffer.write("\t".join(_copy_text(v) for v in row))
                 buffer.write("\t" + tail + "\n" if tail else "\n")
                 count += 1
-            buffer.seek(0)
             quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
-            cursor.copy_expert(f"COPY {connection.ops.quote_name(table)} ({quoted}) FROM STDIN", buffer)
+            copy_from_text(cursor, f"COPY {connection.ops.quote_name(table)} ({quoted}) FROM STDIN", buffer.getvalue())
         else:
             constant = tuple(json.dumps(v) if isinstance(v, dict | list) else v for v in const_values)
             sql = (f"INSERT INTO {connection.ops.quote_name(table)} "

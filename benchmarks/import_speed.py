@@ -99,12 +99,11 @@ def setup_database(args, workdir: Path) -> tuple[str, callable]:
     if args.in_place or not url.startswith(("postgres://", "postgresql://")):
         os.environ["DATABASE_URL"] = url
         return f"{url} (in place)", lambda: None
-    import psycopg2
+    import psycopg
 
     base, _, name = url.rpartition("/")
     scratch = f"{name or 'postgres'}_import_bench"
-    admin = psycopg2.connect(url)
-    admin.autocommit = True
+    admin = psycopg.connect(url, autocommit=True)
     with admin.cursor() as cursor:
         cursor.execute(f'DROP DATABASE IF EXISTS "{scratch}"')
         cursor.execute(f'CREATE DATABASE "{scratch}"')

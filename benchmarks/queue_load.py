@@ -5,7 +5,7 @@ machine: p50 202 ms, p95 294 ms); p95 <= 50 ms and 0 errors with 200 annotators 
 
 Usage:
   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/queue_load.py
-  ... --pool 4          Django's PostgreSQL connection pool (needs psycopg 3 + psycopg_pool importable)
+  ... --pool 8          connections per web process in Django's PostgreSQL pool (0: one per request)
   ... --reuse           reuse the data a --keep run left (skips the ~1 min setup)
 
 What it does:
@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fcntl
-import importlib.util
 import os
 import random
 import signal
@@ -56,6 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BATCH_NAME = "queue-load"
+QUIET_SECONDS = 10.0  # as SNAPSHOT_AFTER_QUIET_MS in static/js/session.js
 CATEGORIES = ["Visual Logic", "Mathematical Logic", "MMMU-Pro", "MathVerse", "Math (Text)", "Coding (Text)"]
 
 
@@ -79,17 +79,11 @@ def parse_args() -> argparse.Namespace:
                              "GET /api/sessions/<id>/ every 1.5 s (the page's fallback)")
     parser.add_argument("--web-workers", type=int, default=max(2, os.cpu_count() or 2), help="ASGI processes")
     parser.add_argument("--celery-concurrency", type=int, default=2)
-    parser.add_argument("--conn-max-age", type=int, default=None,
-                        help="DB_CONN_MAX_AGE of the web processes; default 600 with gunicorn and no pool, else 0 "
-                             "(under ASGI every request runs in a thread of its own: persistent connections are "
-                             "never reused there)")
-    parser.add_argument("--server", choices=["uvicorn", "daphne", "gunicorn"], default=None,
-                        help="uvicorn (default when installed) or daphne: the ASGI app for everything; gunicorn: "
-                             "WSGI threads for HTTP and the ASGI app for WebSockets only")
-    parser.add_argument("--threads", type=int, default=8, help="gunicorn: threads per process")
-    parser.add_argument("--pool", type=int, default=4 if importlib.util.find_spec("psycopg_pool") else 0,
-                        help="use Django's PostgreSQL connection pool with this many connections per process "
-                             "(benchmarks/queue_load_settings.py; needs psycopg 3 with psycopg_pool)")
+    parser.add_argument("--pool", type=int, default=8,
+                        help="DB_POOL_MAX_SIZE of the web processes: Django's PostgreSQL connection pool, this many "
+                             "connections per process (0: a new connection per request)")
+    parser.add_argument("--server", choices=["uvicorn", "daphne"], default="uvicorn",
+                        help="the ASGI server (daphne runs one process)")
     parser.add_argument("--phase", choices=["both", "single", "many"], default="both")
     parser.add_argument("--explain", action="store_true", help="print the plan of the next-item query at the end")
     return parser.parse_args()
@@ -100,8 +94,6 @@ def parse_args() -> argparse.Namespace:
 
 def scratch_database(url: str, in_place: bool, reuse: bool = False) -> tuple[str, str | None]:
     """(database URL to use, name of the scratch database to drop at the end or None)."""
-    import psycopg2
-
     parts = urlsplit(url)
     if not parts.scheme.startswith("postgres"):
         sys.exit("queue_load needs PostgreSQL: DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres")
@@ -110,32 +102,29 @@ def scratch_database(url: str, in_place: bool, reuse: bool = False) -> tuple[str
     name = parts.path.lstrip("/") + "_queue_bench"
     if reuse:
         return urlunsplit(parts._replace(path="/" + name)), name
-    _admin(url, f'DROP DATABASE IF EXISTS "{name}"', psycopg2)
-    _admin(url, f'CREATE DATABASE "{name}"', psycopg2)
+    _admin(url, f'DROP DATABASE IF EXISTS "{name}"')
+    _admin(url, f'CREATE DATABASE "{name}"')
     return urlunsplit(parts._replace(path="/" + name)), name
 
 
-def _admin(url: str, sql: str, psycopg2) -> None:
-    conn = psycopg2.connect(url)
-    conn.autocommit = True
-    with conn.cursor() as cursor:
-        cursor.execute(sql)
-    conn.close()
+def _admin(url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql)
 
 
-def configure(database_url: str, var_dir: Path, conn_max_age: int, pool: int) -> dict:
+def configure(database_url: str, var_dir: Path) -> dict:
     env = {
         "DATABASE_URL": database_url,
         "SECRET_KEY": "queue-load-benchmark-only",
         "DEBUG": "0",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "FEEDBACK_LAB_VAR_DIR": str(var_dir),
-        "DB_CONN_MAX_AGE": str(conn_max_age),
         "LOG_LEVEL": "WARNING",
         "SESSION_COOKIE_SECURE": "0",
         "CSRF_COOKIE_SECURE": "0",
-        "DJANGO_SETTINGS_MODULE": "benchmarks.queue_load_settings" if pool else "annotate.settings",
-        "DB_POOL_MAX_SIZE": str(pool),
+        "DJANGO_SETTINGS_MODULE": "annotate.settings",
         "PYTHONUNBUFFERED": "1",
     }
     os.environ.update(env)
@@ -154,6 +143,8 @@ def create_data(n_tasks: int, n_annotators: int, reuse: bool) -> tuple[str, list
     from annotate.models import Batch, ModelConfig, Task, User
     from annotate.services.queue import work_items_create_for_batch
 
+    t0 = time.perf_counter()
+    call_command("migrate", verbosity=0)  # a reused database gets the migrations made since
     if reuse:
         from datetime import timedelta
 
@@ -164,11 +155,10 @@ def create_data(n_tasks: int, n_annotators: int, reuse: bool) -> tuple[str, list
         # Items a previous run left reserved go back to the pool; its annotators start afresh.
         assignments_expire(now=timezone.now() + timedelta(days=1))
         tokens = Token.objects.filter(user__username__startswith="bench-").order_by("user__username")
+        analyze()
         print(f"setup: reusing {BATCH_NAME!r} ({Batch.objects.get(name=BATCH_NAME).work_items.count():,} items)")
         return BATCH_NAME, _credentials(list(tokens.select_related("user"))[: n_annotators + 1])
 
-    t0 = time.perf_counter()
-    call_command("migrate", verbosity=0)
     t1 = time.perf_counter()
     with transaction.atomic():
         model = ModelConfig.objects.create(name="bench-sim", backend=ModelConfig.Backend.SIMULATED,
@@ -192,11 +182,16 @@ def create_data(n_tasks: int, n_annotators: int, reuse: bool) -> tuple[str, list
     Token.objects.bulk_create(tokens)
     print(f"setup: migrate {t1 - t0:.1f} s · {n_tasks:,} tasks {t2 - t1:.1f} s · {items:,} work items "
           f"{t3 - t2:.1f} s · {len(users)} annotators with tokens", flush=True)
+    analyze()
+    return BATCH_NAME, _credentials(tokens)
+
+
+def analyze() -> None:
+    """Fresh planner statistics (where autovacuum is off, as on a CI database, nothing else refreshes them)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    return BATCH_NAME, _credentials(tokens)
 
 
 def _credentials(tokens) -> list[tuple[str, str]]:
@@ -235,56 +230,41 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
     logs = var_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    server = args.server or ("uvicorn" if importlib.util.find_spec("uvicorn") else "daphne")
-
-    def asgi(port: int, workers: int) -> list[str]:
-        if importlib.util.find_spec("uvicorn"):
-            return [sys.executable, "-m", "uvicorn", "annotate.asgi:application", "--host", "127.0.0.1",
-                    "--port", str(port), "--workers", str(workers), "--no-access-log", "--log-level", "warning",
-                    "--lifespan", "off"]
-        return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"]
-
-    commands = {}
-    ws_port = port
-    if server == "gunicorn":
-        # HTTP from a WSGI server with a fixed pool of threads per process (persistent DB connections work
-        # there); WebSockets from the ASGI app on a port of its own (a proxy routes /ws/ to it in production).
-        ws_port = free_port()
-        commands["web"] = [sys.executable, "-m", "gunicorn", "-b", f"127.0.0.1:{port}", "-w", str(args.web_workers),
-                           "--threads", str(args.threads), "--worker-class", "gthread", "--keep-alive", "75",
-                           "--log-level", "warning",
-                           "django.core.wsgi:get_wsgi_application()"]
-        commands["ws"] = asgi(ws_port, 1)
-        described = (f"gunicorn (WSGI), {args.web_workers} processes x {args.threads} threads, for HTTP; "
-                     f"{commands['ws'][2]} (1 process) for WebSockets")
-    elif server == "uvicorn":
-        commands["web"] = asgi(port, args.web_workers)
+    if args.server == "uvicorn":
+        web = [sys.executable, "-m", "uvicorn", "annotate.asgi:application", "--host", "127.0.0.1", "--port",
+               str(port), "--workers", str(args.web_workers), "--no-access-log", "--log-level", "warning",
+               "--lifespan", "off"]
         described = f"uvicorn (ASGI), {args.web_workers} worker processes"
     else:
-        commands["web"] = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                           "annotate.asgi:application"]
+        web = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"]
         described = "daphne (ASGI), 1 process"
     # The worker stands for the model servers, which run on other machines in production: on this one it yields
     # the CPU to the web processes (nice 10) so that it slows the annotators' cycles, not the API under test.
-    commands["worker"] = ["nice", "-n", "10", sys.executable, "-m", "celery", "-A", "annotate", "worker",
+    worker = ["nice", "-n", "10", sys.executable, "-m", "celery", "-A", "annotate", "worker",
                           "-Q", "model.simulated,default", "-c", str(args.celery_concurrency), "--loglevel", "WARNING",
                           "-n", f"bench-{os.getpid()}@%h", "--without-mingle", "--without-gossip"]
-    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=(logs / f"{name}.log").open("wb"),
-                              stderr=subprocess.STDOUT, start_new_session=True) for name, cmd in commands.items()]
-    base, ws_base = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{ws_port}"
-    for url in {base, f"http://127.0.0.1:{ws_port}"}:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(url + "/login/", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            stop(procs)
-            sys.exit(f"the web server did not start; see {logs}")
-    return procs, base, ws_base, f"{described}; celery worker -c {args.celery_concurrency}"
+    # The web processes share a small pool of connections each; the worker keeps one persistent connection per
+    # process (as in production: DB_POOL_MAX_SIZE for web, DB_CONN_MAX_AGE for workers).
+    envs = {"web": {**env, "DB_POOL_MAX_SIZE": str(args.pool), "DB_CONN_MAX_AGE": "0"},
+            "worker": {**env, "DB_POOL_MAX_SIZE": "0", "DB_CONN_MAX_AGE": "600"}}
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=envs[name], stdout=(logs / f"{name}.log").open("wb"),
+                              stderr=subprocess.STDOUT, start_new_session=True)
+             for name, cmd in (("web", web), ("worker", worker))]
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(base + "/login/", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        stop(procs)
+        sys.exit(f"the web server did not start; see {logs}")
+    pool = f"a connection pool of {args.pool} per process" if args.pool else "a new DB connection per request"
+    return procs, base, f"ws://127.0.0.1:{port}", (f"{described} with {pool}; celery worker -c "
+                                                   f"{args.celery_concurrency}")
 
 
 def stop(procs: list[subprocess.Popen]) -> None:
@@ -326,8 +306,8 @@ async def timed(stats: Stats, call):
 
 
 class SocketWaiter:
-    """Waits like the session page: reads the session's WebSocket until a snapshot shows the wanted status. Asks
-    for a fresh snapshot after a quiet second, in case an event went out before the socket joined its group."""
+    """Waits like the session page: reads the session's WebSocket until a snapshot shows the wanted status, and
+    asks for a fresh snapshot only after ``QUIET_SECONDS`` without any event (the page's guard against a lost one)."""
 
     def __init__(self, url: str, origin: str, cookie: str, stats: Stats):
         from websockets.asyncio.client import connect
@@ -350,7 +330,7 @@ class SocketWaiter:
         give_up = time.monotonic() + timeout
         while time.monotonic() < give_up:
             try:
-                event = json.loads(await asyncio.wait_for(self.ws.recv(), timeout=1.0))
+                event = json.loads(await asyncio.wait_for(self.ws.recv(), timeout=QUIET_SECONDS))
             except TimeoutError:
                 await self.ws.send(json.dumps({"type": "snapshot"}))
                 continue
@@ -359,6 +339,24 @@ class SocketWaiter:
                 if status in statuses or status == "failed":
                     return status
         return "stalled"
+
+    async def save_draft(self, draft: str) -> str | None:
+        """The page's autosave over the socket; waits for the acknowledgement. Returns an error or None."""
+        import json
+
+        self.draft_id = getattr(self, "draft_id", 0) + 1
+        start = time.perf_counter()
+        await self.ws.send(json.dumps({"type": "draft", "draft": draft, "id": self.draft_id}))
+        while True:
+            try:
+                event = json.loads(await asyncio.wait_for(self.ws.recv(), timeout=30))
+            except TimeoutError:
+                return "draft unacknowledged"
+            if event.get("type") == "draft_saved" and event.get("id") == self.draft_id:
+                self.stats.draft.append((time.perf_counter() - start) * 1000)
+                return None
+            if event.get("type") == "draft_error":
+                return "draft refused"
 
 
 class PollWaiter:
@@ -386,6 +384,15 @@ class PollWaiter:
             await asyncio.sleep(self.interval)
         return "stalled"
 
+    async def save_draft(self, draft: str) -> str | None:
+        """The page's autosave over HTTP (when its socket is down)."""
+        response, ms = await timed(self.stats, self.client.post(self.url + "draft/", json={"draft": draft},
+                                                                headers=self.headers))
+        if response.status_code != 204:
+            return f"draft {response.status_code}"
+        self.stats.draft.append(ms)
+        return None
+
 
 async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], batch: str, ws_base: str,
                          deadline: float, think: float, max_cycles: int, start_delay: float, wait: str,
@@ -401,7 +408,7 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
         if think:
             await asyncio.sleep(random.uniform(0.5, 1.5) * think)
 
-    async def type_feedback(session_id: int):
+    async def type_feedback(waiter):
         """The typing pause, with the page's draft autosaves (it saves 0.6 s after each burst of typing)."""
         if not think:
             return
@@ -410,12 +417,8 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
         while (left := end - time.monotonic()) > 0:
             await asyncio.sleep(min(left, random.uniform(1.5, 3.0)))
             typed += "Count again, "
-            response, ms = await timed(stats, client.post(f"/api/sessions/{session_id}/draft/",
-                                                          json={"draft": typed}, headers=headers))
-            if response.status_code != 204:
-                stats.error(f"draft {response.status_code}")
-            else:
-                stats.draft.append(ms)
+            if error := await waiter.save_draft(typed):
+                stats.error(error)
 
     await asyncio.sleep(start_delay)
     while time.monotonic() < deadline and stats.cycles < max_cycles:
@@ -438,7 +441,7 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
                 if status != "awaiting_feedback":
                     stats.error(f"round 0 {status}")
                     continue
-                await type_feedback(session_id)  # reading the answer, typing feedback (autosaved)
+                await type_feedback(waiter)  # reading the answer, typing feedback (autosaved)
                 payload = {"feedback": "Count again: you missed the ones at the back.",
                            "client_request_id": uuid.uuid4().hex, "typing_ms": 4200}
                 response, ms = await timed(stats, client.post(f"/api/sessions/{session_id}/feedback/",
@@ -498,7 +501,7 @@ def report(title: str, stats: Stats, elapsed: float, target_p95: float, load_bef
                                   ("POST .../feedback/ (submit)", stats.submit, True),
                                   ("WebSocket connect (snapshot)", stats.ws_connect, False),
                                   ("GET /api/sessions/<id>/ (poll)", stats.session_get, False),
-                                  ("POST .../draft/ (autosave)", stats.draft, False)):
+                                  ("draft autosave (ws or POST)", stats.draft, False)):
         if not values and not counted:
             continue
         p50, p95, p99 = (percentile(values, q) for q in (0.5, 0.95, 0.99))
@@ -547,21 +550,12 @@ def main() -> None:
         sys.exit("another queue_load run is in progress (var/queue_bench/run.lock)")
     database_url, scratch = scratch_database(args.database_url, args.in_place, args.reuse)
     args.keep = args.keep or args.reuse
-    if args.pool:
-        try:
-            import psycopg_pool  # noqa: F401
-        except ImportError:
-            sys.exit("--pool needs psycopg 3 and psycopg_pool: pip install 'psycopg[binary,pool]'")
-    if args.conn_max_age is None:
-        args.conn_max_age = 600 if args.server == "gunicorn" and not args.pool else 0
-    env = configure(database_url, var_dir, args.conn_max_age, args.pool)
+    env = configure(database_url, var_dir)
     procs = []
     try:
         batch, tokens = create_data(args.tasks, args.annotators, args.reuse)
         procs, base, ws_base, described = start_processes(env, var_dir, args)
-        pool = f"Django connection pool of {args.pool} per process" if args.pool else (
-            f"no connection pool (CONN_MAX_AGE={args.conn_max_age})")
-        print(f"server: {described}; {pool}; {os.cpu_count()} CPUs shared with PostgreSQL and this client",
+        print(f"server: {described}; {os.cpu_count()} CPUs shared with PostgreSQL and this client",
               flush=True)
         results = []
         if args.phase in ("both", "single"):
@@ -570,6 +564,7 @@ def main() -> None:
                                                    ramp=0, max_cycles=args.single_cycles, wait=args.wait, poll=0.02))
             results.append(report("Phase 1 · one annotator walking the queue (no pauses)", stats, elapsed, 30, load))
         if args.phase in ("both", "many"):
+            analyze()  # the first phase grew the annotators' histories
             load = os.getloadavg()[0]
             stats, elapsed = asyncio.run(run_phase(base, ws_base, batch, tokens[1:], seconds=args.seconds,
                                                    think=args.think, ramp=args.ramp, max_cycles=10**9, wait=args.wait,
@@ -591,9 +586,7 @@ def main() -> None:
             from django.db import connections
 
             connections.close_all()
-            import psycopg2
-
-            _admin(args.database_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)', psycopg2)
+            _admin(args.database_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
 
 
 if __name__ == "__main__":

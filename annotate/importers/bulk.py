@@ -2,7 +2,7 @@
 
 Why not ``bulk_create``: for 100k tasks it spends most of its time building model instances and compiling one
 placeholder per value, and on SQLite Django caps a statement at 999 parameters (~80 task rows), so an import
-made ~1,250 statements. Here rows are plain tuples: PostgreSQL (psycopg2) gets ``COPY ... FROM STDIN``, SQLite
+made ~1,250 statements. Here rows are plain tuples: PostgreSQL gets ``COPY ... FROM STDIN``, SQLite
 ``executemany`` of one prepared statement; other backends fall back to ``bulk_create``. Only the listed
 columns are written, so callers list every NOT NULL column. New ids are not returned: callers that need them
 read them back by a natural key in one query.
@@ -42,9 +42,14 @@ def _copy_value(value) -> str:
     return str(value)
 
 
-def _psycopg2_cursor(cursor):
-    raw = getattr(cursor, "cursor", None)
-    return raw if raw is not None and type(raw).__module__.startswith("psycopg2") else None
+def copy_from_text(cursor, sql: str, text: str) -> None:
+    """``COPY ... FROM STDIN`` with rows in COPY's text format, through psycopg 3 (or psycopg2)."""
+    raw = cursor.cursor
+    if hasattr(raw, "copy"):  # psycopg 3
+        with raw.copy(sql) as copy:
+            copy.write(text)
+    else:
+        raw.copy_expert(sql, io.StringIO(text))
 
 
 def insert_rows(model: type[models.Model], fields: Sequence[str], rows: list[tuple]) -> None:
@@ -65,12 +70,11 @@ def insert_rows(model: type[models.Model], fields: Sequence[str], rows: list[tup
     columns = ", ".join(quote(f.column) for f in field_objs)
     table = quote(meta.db_table)
     with connection.cursor() as cursor:
-        raw = _psycopg2_cursor(cursor) if connection.vendor == "postgresql" else None
         for start in range(0, len(rows), PAGE_SIZE):
             page = rows[start:start + PAGE_SIZE]
-            if raw is not None:
+            if connection.vendor == "postgresql":
                 text = "".join("\t".join(map(_copy_value, row)) + "\n" for row in page)
-                raw.copy_expert(f"COPY {table} ({columns}) FROM STDIN", io.StringIO(text))
+                copy_from_text(cursor, f"COPY {table} ({columns}) FROM STDIN", text)
             else:
                 placeholders = ", ".join(["%s"] * len(field_objs))
                 cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", page)

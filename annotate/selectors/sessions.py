@@ -24,12 +24,23 @@ def user_can_read_session(user: User, session: Session) -> bool:
     return user.is_researcher_role and session.batch.members.filter(pk=user.pk).exists()
 
 
+def session_with_task(session_id: int) -> Session | None:
+    """A session with what `session_snapshot` needs besides rounds and images, in one query."""
+    return Session.objects.select_related("task", "model_config", "batch").filter(pk=session_id).first()
+
+
 def access_session(user: User, session_id: int) -> Session:
-    """Fetch a session the user may see. Someone else's session is reported as missing (no id probing)."""
-    session = sessions_with_rounds().filter(pk=session_id).first()
+    """Fetch a session the user may see (task, batch and model loaded; `session_snapshot` reads its rounds and
+    images). Someone else's session is reported as missing (no id probing)."""
+    session = session_with_task(session_id)
     if session is None or not user_can_read_session(user, session):
         raise NotFound(f"Session {session_id} does not exist or is not yours.")
     return session
+
+
+def task_image_urls(task_id: int) -> list[str]:
+    return [f"/media-task/{sha}" for sha in TaskImage.objects.filter(task_id=task_id).order_by("position")
+            .values_list("blob__sha256", flat=True)]
 
 
 def ground_truth_revealed(session: Session, rounds: list[Round] | None = None) -> bool:
@@ -65,8 +76,10 @@ def round_payload(rnd: Round) -> dict:
 
 
 def session_snapshot(session: Session) -> dict:
-    """Everything the annotator's page shows. Never includes the ground truth before it is revealed."""
-    rounds = list(session.rounds.all())
+    """Everything the annotator's page shows. Never includes the ground truth before it is revealed.
+
+    Two queries (rounds, images) on a session loaded with its task, batch and model (`access_session`)."""
+    rounds = list(session.rounds.order_by("index"))
     task = session.task
     revealed = ground_truth_revealed(session, rounds)
     snapshot = {
@@ -82,7 +95,7 @@ def session_snapshot(session: Session) -> dict:
             "question": task.question,
             "options": task.options,
             "answer_type": task.answer_type,
-            "images": [f"/media-task/{ti.blob.sha256}" for ti in task.task_images.all()],
+            "images": task_image_urls(task.pk),
         },
         "rounds": [round_payload(r) for r in rounds],
         "next_round": _next_round_index(session, rounds),

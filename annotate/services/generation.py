@@ -18,7 +18,7 @@ from django.utils import timezone
 from annotate import realtime
 from annotate.models import Round, Session
 from annotate.prompts import RoundTurn, conversation, round0_text, templates_for
-from annotate.selectors.sessions import session_snapshot
+from annotate.selectors.sessions import session_snapshot, session_with_task
 from annotate.services.sessions import _advance_after_verdict
 from annotate.verification import verify
 from models_runtime import (
@@ -193,7 +193,4 @@ def round_fail(*, round_id: int, claim_token: str, message: str) -> None:
 
 
 def publish_session(session_id: int) -> None:
-    from annotate.selectors.sessions import sessions_with_rounds
-
-    session = sessions_with_rounds().get(pk=session_id)
-    realtime.publish_snapshot(session_id, session_snapshot(session))
+    realtime.publish_snapshot(session_id, session_snapshot(session_with_task(session_id)))

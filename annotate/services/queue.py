@@ -7,6 +7,7 @@ page's heartbeat; expired leases go back to the pool.
 from __future__ import annotations
 
 import operator
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import reduce
@@ -191,18 +192,49 @@ def gold_preference(annotator: User, *, batch: Batch | None = None) -> tuple[Q, 
     return reduce(operator.or_, preferred), reduce(operator.or_, other)
 
 
-def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignment | None:
-    """Resume the annotator's active assignment, or reserve the next open work item and start its session."""
+# Expired leases are returned by a probe on the next-item path, at most this often per process (and always when
+# the queue seems empty), so a busy queue does not pay a query per request for it.
+EXPIRY_CHECK_SECONDS = 5.0
+_next_expiry_check = 0.0
+
+
+def _expire_now_and_then() -> bool:
+    """Run `assignments_expire` if the last run in this process is old enough; True if it ran."""
+    global _next_expiry_check
+    now = time.monotonic()
+    if now < _next_expiry_check:
+        return False
+    _next_expiry_check = now + EXPIRY_CHECK_SECONDS
+    assignments_expire()
+    return True
+
+
+def _latest_assignment(annotator: User) -> tuple[Assignment | None, bool]:
+    """The annotator's latest assignment (with its item and session) and whether some item is pinned to them,
+    in one query: it is both the assignment to resume and the task not to serve twice in a row."""
+    latest = (
+        Assignment.objects.select_related("work_item", "session")
+        .filter(annotator=annotator)
+        .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)))
+        .order_by("-created_at")
+        .first()
+    )
+    if latest is None:  # a newcomer
+        return None, WorkItem.objects.filter(pinned_to=annotator).exists()
+    return latest, latest.has_pinned
+
+
+def _reserve(annotator: User, batch: Batch | None, state: _QueueState) -> Assignment | None:
+    """Lock the first free item of the first preference tier that has one, take a lease on it and start its
+    session (round 0 is queued on commit)."""
     from annotate.services.sessions import session_start  # sessions imports queue for completion
 
-    current = assignment_current(annotator=annotator)
-    if current is not None and (batch is None or current.work_item.batch_id == batch.id):
-        assignment_renew(assignment=current)
-        return current
-    assignments_expire()
     with transaction.atomic():
-        state = _queue_state(annotator)
-        items = _open_items(annotator, batch, state).select_for_update(skip_locked=True, of=("self",))
+        items = (
+            _open_items(annotator, batch, state)
+            .select_related("model_config")
+            .select_for_update(skip_locked=True, of=("self",))
+        )
         item = None
         for tier in _preference_tiers(annotator, batch, state):
             item = items.filter(tier).first()
@@ -214,6 +246,26 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
         assignment = Assignment.objects.create(work_item=item, annotator=annotator, lease_expires_at=_lease_end())
         if item.task_id is not None:  # a conversation to rate needs no session
             session_start(assignment=assignment)
+    return assignment
+
+
+def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignment | None:
+    """Resume the annotator's active assignment (their latest, while its lease runs), or reserve the next open
+    work item and start its session."""
+    latest, has_pinned = _latest_assignment(annotator)
+    if (
+        latest is not None
+        and latest.status == Assignment.Status.ACTIVE
+        and latest.lease_expires_at >= timezone.now()
+        and (batch is None or latest.work_item.batch_id == batch.id)
+    ):
+        assignment_renew(assignment=latest)
+        return latest
+    state = _QueueState(last_task_id=latest.work_item.task_id if latest else None, has_pinned=has_pinned)
+    expired_checked = _expire_now_and_then()
+    assignment = _reserve(annotator, batch, state)
+    if assignment is None and not expired_checked and assignments_expire():
+        assignment = _reserve(annotator, batch, state)  # leases that ran out since the last probe free their items
     return assignment
 
 

@@ -11,8 +11,8 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.errors import ApplicationError, Conflict
-from annotate.models import Assignment, ModelConfig, Round, Session
+from annotate.errors import ApplicationError, Conflict, NotFound
+from annotate.models import Assignment, ModelConfig, Round, Session, User
 from annotate.prompts import feedback_for_model, templates_for
 from annotate.verification import contains_ground_truth
 
@@ -51,7 +51,7 @@ def session_start(*, assignment: Assignment) -> Session:
     session = Session.objects.create(
         batch_id=item.batch_id,
         task_id=item.task_id,
-        model_config_id=item.model_config_id,
+        model_config=item.model_config,  # loaded with the item by the queue: no query here
         annotator_id=assignment.annotator_id,
         assignment=assignment,
         status=Session.Status.GENERATING,
@@ -61,11 +61,16 @@ def session_start(*, assignment: Assignment) -> Session:
     return session
 
 
-def _lock_session(session_id: int) -> Session:
-    # of=("self",): lock only the session row, not the batch and model rows every session shares.
-    return Session.objects.select_for_update(of=("self",)).select_related("task", "batch", "model_config").get(
-        pk=session_id
-    )
+def _lock_session(session_id: int, annotator: User | None = None) -> Session:
+    """Lock the session row (of=("self",): not the batch and model rows every session shares). With an
+    annotator, only their own session: the ownership check costs no query of its own."""
+    sessions = Session.objects.select_for_update(of=("self",)).select_related("task", "batch", "model_config")
+    if annotator is not None:
+        sessions = sessions.filter(annotator=annotator)
+    session = sessions.filter(pk=session_id).first()
+    if session is None:
+        raise NotFound(f"Session {session_id} does not exist or is not yours.")
+    return session
 
 
 def round_submit_feedback(
@@ -75,18 +80,21 @@ def round_submit_feedback(
     client_request_id: str,
     confirm_leak: bool = False,
     typing_ms: int | None = None,
+    annotator: User | None = None,
 ) -> Round:
     """Save the annotator's feedback as the next round and queue the model's re-answer.
 
     Idempotent on ``client_request_id``: a retried or double-clicked submit returns the round already made.
     In rounds before the last, feedback that gives the ground truth away needs ``confirm_leak``.
+    With ``annotator``, a session of someone else is reported as missing.
     """
     feedback = (feedback or "").strip()
     if not client_request_id or len(client_request_id) > 64:
         raise ApplicationError("client_request_id is required (at most 64 characters).", code="bad_request_id")
     with transaction.atomic():
-        session = _lock_session(session_id)
-        existing = Round.objects.filter(session=session, client_request_id=client_request_id).first()
+        session = _lock_session(session_id, annotator)
+        rounds = list(session.rounds.order_by("index"))  # at most max_rounds + 1
+        existing = next((r for r in rounds if r.client_request_id == client_request_id), None)
         if existing is not None:
             return existing
         if session.status != Session.Status.AWAITING_FEEDBACK:
@@ -95,8 +103,7 @@ def round_submit_feedback(
             raise ApplicationError("Feedback is empty: tell the model what is wrong.", code="empty_feedback")
         if len(feedback) > MAX_FEEDBACK_CHARS:
             raise ApplicationError(f"Feedback is too long ({len(feedback)} characters; at most {MAX_FEEDBACK_CHARS}).")
-        last = session.rounds.order_by("-index").first()
-        index = last.index + 1
+        index = rounds[-1].index + 1
         max_rounds = session.batch.max_rounds
         if index > max_rounds:
             raise Conflict(f"All {max_rounds} feedback rounds are used.")
@@ -129,17 +136,21 @@ def round_submit_feedback(
     return rnd
 
 
-def session_save_draft(*, session_id: int, draft: str) -> None:
-    """Autosave of the feedback box, so a reload or another device finds the typed text."""
-    Session.objects.filter(pk=session_id).exclude(status=Session.Status.COMPLETED).update(
-        feedback_draft=(draft or "")[:MAX_FEEDBACK_CHARS]
-    )
+def session_save_draft(*, session_id: int, draft: str, annotator: User | None = None) -> None:
+    """Autosave of the feedback box, so a reload or another device finds the typed text. One UPDATE (the
+    ownership check included); a second query only to tell a missing session from a finished one."""
+    sessions = Session.objects.filter(pk=session_id)
+    if annotator is not None:
+        sessions = sessions.filter(annotator=annotator)
+    saved = sessions.exclude(status=Session.Status.COMPLETED).update(feedback_draft=(draft or "")[:MAX_FEEDBACK_CHARS])
+    if not saved and not sessions.exists():
+        raise NotFound(f"Session {session_id} does not exist or is not yours.")
 
 
-def round_retry(*, session_id: int) -> Round:
+def round_retry(*, session_id: int, annotator: User | None = None) -> Round:
     """Queue a failed round again (the Retry button)."""
     with transaction.atomic():
-        session = _lock_session(session_id)
+        session = _lock_session(session_id, annotator)
         rnd = session.rounds.order_by("-index").first()
         if session.status != Session.Status.FAILED or rnd is None or rnd.generation_status != Round.Generation.FAILED:
             raise Conflict("Only a failed model answer can be retried.")
@@ -153,10 +164,10 @@ def round_retry(*, session_id: int) -> Round:
     return rnd
 
 
-def round_record_verdict(*, session_id: int, correct: bool) -> Round:
+def round_record_verdict(*, session_id: int, correct: bool, annotator: User | None = None) -> Round:
     """The annotator's judgement for a ``manual`` task (the model's answer is right or wrong)."""
     with transaction.atomic():
-        session = _lock_session(session_id)
+        session = _lock_session(session_id, annotator)
         if session.status != Session.Status.AWAITING_VERDICT:
             raise Conflict("This session is not waiting for your verdict.")
         rnd = session.rounds.order_by("-index").first()

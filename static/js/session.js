@@ -147,14 +147,26 @@
   }
   function stopPolling() { if (pollTimer) { clearInterval(pollTimer); pollTimer = null; } }
 
+  // A guard against a lost event: while the model answers, ask for a snapshot after a quiet spell.
+  const SNAPSHOT_AFTER_QUIET_MS = 10000;
+  let lastEventAt = Date.now();
+  setInterval(() => {
+    if (state.status === "generating" && Date.now() - lastEventAt > SNAPSHOT_AFTER_QUIET_MS) {
+      lastEventAt = Date.now();
+      requestSnapshot();
+    }
+  }, 1000);
+
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     socket = new WebSocket(`${scheme}://${location.host}/ws/sessions/${sessionId}/`);
     socket.onopen = () => { text($("connection"), "Live"); stopPolling(); };
     socket.onmessage = (message) => {
       const event = JSON.parse(message.data);
+      lastEventAt = Date.now();
       if (event.type === "snapshot") { state = event.session; render(); }
       else if (event.type === "chunk") applyChunk(event);
+      else if (event.type === "draft_saved" && event.id === draftId) text($("draft-status"), "Draft saved");
     };
     socket.onclose = () => {
       text($("connection"), "Reconnecting…");
@@ -202,11 +214,18 @@
     }
   }
 
+  // Drafts go over the open WebSocket (acknowledged by "draft_saved"); over HTTP when it is down.
+  let draftId = 0;
   function scheduleDraftSave() {
     clearTimeout(draftTimer);
     text($("draft-status"), "");
     draftTimer = setTimeout(async () => {
-      const response = await api("draft/", {draft: $("feedback-input").value});
+      const draft = $("feedback-input").value;
+      if (socket && socket.readyState === WebSocket.OPEN) {
+        socket.send(JSON.stringify({type: "draft", draft, id: ++draftId}));
+        return;
+      }
+      const response = await api("draft/", {draft});
       if (response.ok) text($("draft-status"), "Draft saved");
     }, 600);
   }

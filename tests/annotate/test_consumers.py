@@ -62,3 +62,45 @@ def test_other_annotators_are_refused(redis_layer, annotator, outsider, simulate
         assert not connected and code == 4404
 
     async_to_sync(scenario)()
+
+
+def test_draft_autosave_over_the_socket(redis_layer, annotator, simulated_model):
+    from asgiref.sync import async_to_sync
+
+    from annotate.models import Session
+
+    batch = make_batch(models=[simulated_model])
+    session = assignment_next(annotator=annotator, batch=batch).session
+
+    async def scenario():
+        comm = communicator(annotator, session.id)
+        assert (await comm.connect())[0]
+        await comm.receive_json_from(timeout=5)  # the snapshot
+        await comm.send_json_to({"type": "draft", "draft": "Count the red ones again", "id": 7})
+        assert await comm.receive_json_from(timeout=5) == {"type": "draft_saved", "id": 7}
+        await comm.disconnect()
+
+    async_to_sync(scenario)()
+    assert Session.objects.get(pk=session.pk).feedback_draft == "Count the red ones again"
+
+
+def test_a_researcher_watching_cannot_write_the_draft(redis_layer, annotator, researcher, simulated_model):
+    from asgiref.sync import async_to_sync
+
+    from annotate.models import Session
+
+    batch = make_batch(models=[simulated_model])
+    batch.members.add(researcher)
+    session = assignment_next(annotator=annotator, batch=batch).session
+
+    async def scenario():
+        comm = communicator(researcher, session.id)
+        assert (await comm.connect())[0]  # researchers of the batch may watch
+        await comm.receive_json_from(timeout=5)
+        await comm.send_json_to({"type": "draft", "draft": "not mine", "id": 1})
+        reply = await comm.receive_json_from(timeout=5)
+        assert reply["type"] == "draft_error" and "annotator" in reply["detail"]
+        await comm.disconnect()
+
+    async_to_sync(scenario)()
+    assert Session.objects.get(pk=session.pk).feedback_draft == ""

@@ -4,6 +4,8 @@ import threading
 from collections import Counter
 from datetime import timedelta
 
+import time
+
 import pytest
 from django.db import connection, connections
 from django.utils import timezone
@@ -71,6 +73,25 @@ def test_expired_leases_are_served_again(no_dispatch):
     assert stale.status == Assignment.Status.EXPIRED
     assert Session.objects.get(assignment=stale).status == Session.Status.ABANDONED
     assert assignments_expire() == 0
+
+
+@pytest.mark.django_db
+def test_expired_leases_are_returned_by_the_periodic_probe(no_dispatch, monkeypatch):
+    """With items left, the next-item path probes for expired leases at most every EXPIRY_CHECK_SECONDS."""
+    from annotate.services import queue
+
+    batch = make_batch(models=[ModelConfigFactory()], tasks=5)
+    walker, other = UserFactory(), UserFactory()
+    stale = assignment_next(annotator=walker, batch=batch)
+    Assignment.objects.filter(pk=stale.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    monkeypatch.setattr(queue, "_next_expiry_check", time.monotonic() + 60)  # probed a moment ago
+    assignment_next(annotator=other, batch=batch)
+    stale.refresh_from_db()
+    assert stale.status == Assignment.Status.ACTIVE  # not yet: other items were free
+    monkeypatch.setattr(queue, "_next_expiry_check", 0.0)  # the interval has passed
+    assignment_next(annotator=UserFactory(), batch=batch)
+    stale.refresh_from_db()
+    assert stale.status == Assignment.Status.EXPIRED
 
 
 @pytest.mark.django_db

@@ -56,9 +56,11 @@ def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simul
         answered(session_id)
         submit_counts.append(submit(api_client, session_id, n))
         finish(session_id)
-    # A fresh reservation: auth, batch, current assignment, expired leases, queue state (last task, pins), the open
-    # tier (+ the served-gold count with a gold rate), claim, assignment, session, round 0, model config, and the
-    # transaction's savepoint markers.
-    assert max(next_counts) <= (13 if gold_rate else 12), next_counts
-    assert max(submit_counts) <= 11, submit_counts
+    # A fresh reservation: auth, batch, current assignment, (the first time in the process: expired leases), queue
+    # state (last task, pins), the open tier with its model (+ the served-gold count with a gold rate), claim,
+    # assignment, session, round 0, and the transaction's savepoint markers.
+    assert max(next_counts) <= 11, next_counts
+    # A submit: auth, the session locked with its ownership check, its rounds, the new round, the session's status,
+    # savepoint markers, and the snapshot's rounds and images.
+    assert max(submit_counts) <= 8, submit_counts
     assert len(set(next_counts[1:])) == 1 and len(set(submit_counts)) == 1  # no growth with history
