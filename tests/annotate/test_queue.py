@@ -1,10 +1,9 @@
 """The next-item queue: overlap K, breadth-first order, no repeats, leases, skips, pinning, concurrency."""
 
 import threading
+import time
 from collections import Counter
 from datetime import timedelta
-
-import time
 
 import pytest
 from django.db import connection, connections
