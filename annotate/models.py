@@ -114,6 +114,11 @@ class Batch(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # Shown on the completion page to invited participants who have no items left (never put in the invite link).
     completion_code = models.CharField(max_length=64, blank=True)
+    items_per_participant = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Invited participants (invite links) get at most this many items, then the completion code; "
+                  "empty: as many as the batch has for them",
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -114,6 +114,8 @@ def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None 
             return WorkItem.objects.none()
         if annotator.crowd_batch_id and annotator.crowd_batch_id != batch.pk:  # invited to another batch
             return WorkItem.objects.none()
+        if annotator.crowd_batch_id and _participant_quota_reached(annotator, batch.items_per_participant):
+            return WorkItem.objects.none()
         items = WorkItem.objects.filter(batch_id=batch.pk, completed_count__lt=batch.overlap).filter(
             completed_count__lt=Value(batch.overlap) - F("active_count")
         )
@@ -125,6 +127,9 @@ def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None 
             completed_count__lt=F("batch__overlap") - F("active_count"),
         )
         if annotator.crowd_batch_id:  # invited participants work only on the batch they joined
+            limit = Batch.objects.filter(pk=annotator.crowd_batch_id).values_list("items_per_participant", flat=True)
+            if _participant_quota_reached(annotator, limit.first()):
+                return WorkItem.objects.none()
             items = items.filter(batch_id=annotator.crowd_batch_id)
         back_to_back = Q(batch__allow_same_task_back_to_back=False)
     items = items.filter(Q(pinned_to__isnull=True) | Q(pinned_to=annotator))
@@ -134,6 +139,18 @@ def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None 
         items = items.exclude(Q(task_id=state.last_task_id) & back_to_back)
     # Pinned items first, then breadth-first: the pairs closest to K completed sessions.
     return items.order_by(F("pinned_to").asc(nulls_last=True), "-completed_count", "id")
+
+
+def _participant_quota_reached(annotator: User, limit: int | None) -> bool:
+    """An invited participant has taken their batch's ``items_per_participant`` (finished or under way; skipped
+    and expired items do not count). Only participants of a batch with a limit pay the count query."""
+    if not limit:
+        return False
+    taken = Assignment.objects.filter(
+        annotator=annotator, work_item__batch_id=annotator.crowd_batch_id,
+        status__in=[Assignment.Status.ACTIVE, Assignment.Status.COMPLETED],
+    )
+    return taken.count() >= limit
 
 
 def _preference_tiers(annotator: User, batch: Batch | None, state: _QueueState) -> list[Q]:

@@ -171,3 +171,32 @@ def test_invite_link_command(client, batch):
         call_command("invite_link", "--batch", "nope", stdout=io.StringIO())
     with pytest.raises(CommandError, match="completion code"):
         call_command("invite_link", "--batch", batch.name, "--completion-code", "bad code!", stdout=io.StringIO())
+
+
+@pytest.mark.parametrize("by_name", [False, True])
+def test_participants_stop_at_the_items_per_participant_limit(client, simulated_model, by_name):
+    batch = make_batch(models=[simulated_model], tasks=5)
+    crowd.batch_set_completion_code(batch=batch, code="DONE-2")
+    call_command("invite_link", "--batch", batch.name, "--items-per-participant", "2", stdout=io.StringIO())
+    batch.refresh_from_db()
+    client.post(join_url(batch, "PROLIFIC_PID=limit1"))
+    user = participants().get()
+    served = 0
+    while (assignment := assignment_next(annotator=user, batch=batch if by_name else None)) is not None:
+        served += 1
+        if served == 1:  # a skip does not use up the allowance
+            from annotate.services.queue import assignment_skip
+
+            assignment_skip(assignment=assignment, reason="image does not load")
+            continue
+        Session.objects.filter(assignment=assignment).update(status=Session.Status.COMPLETED)
+        assignment_complete(assignment_id=assignment.id)
+    assert served == 3  # one skipped + two done
+    page = client.get(reverse("crowd-done")).content.decode()
+    assert "DONE-2" in page
+    assert assignment_next(annotator=UserFactory(), batch=batch) is not None  # staff annotators have no limit
+
+
+def test_invite_link_command_rejects_a_negative_limit(batch):
+    with pytest.raises(CommandError, match="items-per-participant"):
+        call_command("invite_link", "--batch", batch.name, "--items-per-participant", "-1", stdout=io.StringIO())

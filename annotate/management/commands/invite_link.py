@@ -1,4 +1,5 @@
-"""python manage.py invite_link --batch NAME [--expires-days N] [--completion-code CODE] [--base-url URL]
+"""python manage.py invite_link --batch NAME [--expires-days N] [--completion-code CODE] [--items-per-participant N]
+                                [--base-url URL]
 
 Prints a signed invite link for the batch, and the same link with Prolific's URL parameters.
 """
@@ -25,6 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--expires-days", type=float, default=None, help="the link stops working after N days")
         parser.add_argument("--completion-code", default=None,
                             help="code shown to participants who finish (stored on the batch, not in the link)")
+        parser.add_argument("--items-per-participant", type=int, default=None,
+                            help="each participant gets at most N items, then the completion code (0: no limit)")
         parser.add_argument("--base-url", default="http://127.0.0.1:8000", help="where the app is served")
 
     def handle(self, *args, **opts):
@@ -33,6 +36,11 @@ class Command(BaseCommand):
             raise CommandError(f"No batch named {opts['batch']!r}.")
         if opts["expires_days"] is not None and opts["expires_days"] <= 0:
             raise CommandError("--expires-days must be positive.")
+        if opts["items_per_participant"] is not None:
+            if opts["items_per_participant"] < 0:
+                raise CommandError("--items-per-participant must be 0 (no limit) or more.")
+            batch.items_per_participant = opts["items_per_participant"] or None
+            batch.save(update_fields=["items_per_participant"])
         try:
             if opts["completion_code"] is not None:
                 batch_set_completion_code(batch=batch, code=opts["completion_code"])
@@ -43,6 +51,8 @@ class Command(BaseCommand):
         url = opts["base_url"].rstrip("/") + reverse("crowd-join", args=[token])
         self.stdout.write(url)
         self.stdout.write(f"Prolific study URL: {url}?{PROLIFIC_PARAMS}", style_func=None)
+        if batch.items_per_participant:
+            self.stdout.write(f"Items per participant: {batch.items_per_participant}")
         if batch.completion_code:
             self.stdout.write(f"Completion code: {batch.completion_code}")
         else:
