@@ -4,7 +4,7 @@ Only final rankings and final ratings count (drafts never reach a report); annot
 
 Which model wrote which candidate: the preference records carry the responses as plain texts, and the data model
 keeps no model per candidate turn. A record may name them in a ``models`` field, one name per response in the
-same order (``"models": ["gpt-4o", "llava-1.5", "qwen2-vl"]``); the importer keeps that field in the
+same order (``"models": ["gpt-4o", "llava-1.5", "qwen2-vl"]``); the importer checks it and keeps it in the
 conversation's metadata, and the report compares models. A batch without it is compared by position
 ("Candidate 1" = the first response of every record), which is what it supports: a fixed order of systems per
 record. When only some records name their models, the others are left out of the report, and said so.
@@ -56,7 +56,10 @@ class PreferenceData:
 
 
 def _named_models(metadata: dict) -> object:
-    return (metadata or {}).get("extra", {}).get(MODELS_FIELD)
+    """The importer keeps a checked list under "models"; batches imported before it knew the field have it among
+    the extra fields."""
+    metadata = metadata or {}
+    return metadata[MODELS_FIELD] if MODELS_FIELD in metadata else metadata.get("extra", {}).get(MODELS_FIELD)
 
 
 def _labels(named: object, candidates: int, labelled_by: LabelledBy) -> tuple[tuple[str, ...] | None, str]:

@@ -25,7 +25,8 @@ from annotate.importers.fire_records import (
 )
 from annotate.models import Batch, Turn
 
-KNOWN_FIELDS = frozenset({"id", "image", "img_path", "question", "responses", "groundtruth", "source", "split"})
+KNOWN_FIELDS = frozenset({"id", "image", "img_path", "question", "responses", "models", "groundtruth", "source",
+                          "split"})
 MIN_CANDIDATES, MAX_CANDIDATES = 2, 10
 
 
@@ -45,6 +46,18 @@ def _candidates(fields: Fields) -> list[ParsedTurn] | None:
     return turns if len(turns) == len(raw) else None
 
 
+def _candidate_models(fields: Fields, count: int) -> list[str] | None:
+    """The optional ``models`` list: which model wrote each response, in order (the preference report's labels)."""
+    raw = fields.record.get("models")
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) != count or not all(isinstance(m, str) and m.strip() for m in raw):
+        got = f"{len(raw)} entries" if isinstance(raw, list) else json_type(raw)
+        fields.problem("models", f"expected one model name per response ({count} non-empty strings), got {got}")
+        return None
+    return [m.strip() for m in raw]
+
+
 def parse_preference_record(line: int, position: int, record: Any, images: ImageFinder, report: ImportReport,
                             seen_ids: dict[str, int], unknown: set[str]) -> ParsedConversation | None:
     if not isinstance(record, dict):
@@ -55,7 +68,10 @@ def parse_preference_record(line: int, position: int, record: Any, images: Image
     question = value_text(fields, "question")
     ground_truth = value_text(fields, "groundtruth") if record.get("groundtruth") is not None else ""
     turns = _candidates(fields)
+    models = _candidate_models(fields, len(turns)) if turns else None
     metadata = extra_fields(fields, KNOWN_FIELDS, unknown, label="preference")
+    if models:
+        metadata["models"] = models
     if fields.failed:
         return None
     return ParsedConversation(line=line, position=position, question=question, ground_truth=ground_truth,

@@ -26,8 +26,11 @@ RECORDS = [
     {"id": "p1", "question": "What does the chart show?", "responses": ["Bars.", "A pie.", "Lines."],
      "models": ["alpha", "beta", "gamma"]},
     {"id": "p2", "question": "Is this safe?", "responses": ["Yes.", "It depends."], "models": ["beta", "alpha"]},
-    {"id": "p3", "question": "Count the dots.", "responses": ["3", "4"], "models": ["alpha"]},  # one name short
+    {"id": "p3", "question": "Count the dots.", "responses": ["3", "4"], "models": ["alpha", "beta"]},
 ]
+# p3's list is cut to one name after the import (the importer refuses such a record now; batches imported before
+# it checked the list can still hold one): the report leaves p3 out and says why.
+SHORT_MODELS = {"p3": ["alpha"]}
 # (ranking, (helpfulness, faithfulness, ethics) per candidate) by conversation and rater.
 PLAN = {
     "r1": {"p1": ("1>2>3", [(5, 4, 5), (3, 3, 5), (2, 2, 4)]), "p2": ("1>2", [(4, 5, 5), (2, 3, 5)]),
@@ -58,7 +61,11 @@ def import_preferences(tmp_path, records, name="pref-report", overlap=3) -> Batc
     report = batch_import(path=write_jsonl(tmp_path / f"{name}.jsonl", records), name=name, kind="preference",
                           settings={"overlap": overlap})
     assert report.status == "imported", report.render()
-    return Batch.objects.get(name=name)
+    batch = Batch.objects.get(name=name)
+    for conversation in batch.conversations.filter(external_id__in=SHORT_MODELS):
+        conversation.metadata["models"] = SHORT_MODELS[conversation.external_id]
+        conversation.save(update_fields=["metadata"])
+    return batch
 
 
 def rank_all(raters: dict[str, User], plan=PLAN) -> None:

@@ -54,6 +54,20 @@ def test_bad_preference_records_are_named(tmp_path):
     assert not Batch.objects.exists()
 
 
+def test_models_list_is_kept_and_checked(tmp_path):
+    named = [dict(RECORDS[0], models=["gpt-4o", "llava-1.5", "qwen2-vl"])]
+    report = batch_import(path=write_jsonl(tmp_path / "named.jsonl", named), name="named", kind="preference",
+                          options={"images": str(write_images_dir(tmp_path / "images"))})
+    assert report.status == "imported" and "models" not in report.render()  # a known field: no warning
+    conversation = Batch.objects.get(name="named").conversations.get()
+    assert conversation.metadata["models"] == ["gpt-4o", "llava-1.5", "qwen2-vl"]
+    short = [dict(RECORDS[1], models=["only-one"])]
+    report = batch_import(path=write_jsonl(tmp_path / "short.jsonl", short), name="short", kind="preference")
+    assert "line 1, field models: expected one model name per response (2 non-empty strings), got 1 entries" in (
+        report.render())
+    assert not Batch.objects.filter(name="short").exists()
+
+
 @pytest.mark.parametrize("text, candidates, groups", [
     ("1>2=3", 3, [[1], [2, 3]]), ("2 = 1", 2, [[2, 1]]), ("3>1>2", 3, [[3], [1], [2]]),
 ])
