@@ -14,7 +14,7 @@ from functools import reduce
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Subquery, Value
+from django.db.models import Count, Exists, F, Q, Value
 from django.utils import timezone
 
 from annotate.models import Assignment, Batch, Session, User, WorkItem
@@ -94,19 +94,12 @@ class _QueueState:
     has_pinned: bool  # some work item is pinned to the annotator
 
 
-def _queue_state(annotator: User) -> _QueueState:
-    """Both in one query (one row whatever the annotator's history)."""
-    last = Assignment.objects.filter(annotator=OuterRef("pk")).order_by("-created_at").values("work_item__task_id")
-    row = (
-        User.objects.filter(pk=annotator.pk)
-        .values(last_task=Subquery(last[:1]), pinned=Exists(WorkItem.objects.filter(pinned_to=OuterRef("pk"))))
-        .first()
-    ) or {"last_task": None, "pinned": False}
-    return _QueueState(last_task_id=row["last_task"], has_pinned=row["pinned"])
+def _queue_state(latest: Assignment | None, has_pinned: bool) -> _QueueState:
+    return _QueueState(last_task_id=latest.work_item.task_id if latest else None, has_pinned=has_pinned)
 
 
 def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None = None):
-    state = state or _queue_state(annotator)
+    state = state or _queue_state(*_latest_assignment(annotator))
     if batch is not None:
         # The batch is at hand: its settings go into the query as values (no join; the index range skips the
         # items that already have K completed sessions).
@@ -278,7 +271,7 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
     ):
         assignment_renew(assignment=latest)
         return latest
-    state = _QueueState(last_task_id=latest.work_item.task_id if latest else None, has_pinned=has_pinned)
+    state = _queue_state(latest, has_pinned)
     expired_checked = _expire_now_and_then()
     assignment = _reserve(annotator, batch, state)
     if assignment is None and not expired_checked and assignments_expire():
