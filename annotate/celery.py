@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_process_shutdown
+from celery.signals import worker_process_shutdown, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
 
@@ -12,7 +12,8 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["annotate", "evaluation"])
 
 
-@worker_process_shutdown.connect
+@worker_process_shutdown.connect  # prefork: each child process
+@worker_shutdown.connect  # the threads pool (GPU workers) has no child processes
 def _release_models(**_kwargs):
     # Free GPU memory and HTTP connections held by warm backends when a worker process ends.
     from models_runtime.registry import release_all

@@ -28,7 +28,7 @@ def round_generate(self, round_id: int) -> None:
         # Exponential backoff with jitter; the retry keeps the task id, so it re-claims the same round.
         raise self.retry(countdown=min(60, 2 ** self.request.retries) + random.uniform(0, 1)) from error
     except SoftTimeLimitExceeded:
-        generation.round_fail(round_id=round_id, claim_token=claim_token, message="The model took too long to answer.")
+        generation.round_fail(round_id=round_id, claim_token=claim_token, message=generation.TIMED_OUT_MESSAGE)
     except generation.ClaimLost:
         return
 

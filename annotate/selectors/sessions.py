@@ -75,11 +75,12 @@ def round_payload(rnd: Round) -> dict:
     }
 
 
-def session_snapshot(session: Session) -> dict:
+def session_snapshot(session: Session, rounds: list[Round] | None = None) -> dict:
     """Everything the annotator's page shows. Never includes the ground truth before it is revealed.
 
-    Two queries (rounds, images) on a session loaded with its task, batch and model (`access_session`)."""
-    rounds = list(session.rounds.order_by("index"))
+    Two queries (rounds, images) on a session loaded with its task, batch and model (`access_session`); one
+    when the caller has the session's rounds in order already."""
+    rounds = list(session.rounds.order_by("index")) if rounds is None else rounds
     task = session.task
     revealed = ground_truth_revealed(session, rounds)
     snapshot = {

@@ -5,18 +5,23 @@ Settings:
 - ``path`` (required): a local directory written by ``save_pretrained``. Never a hub id: nothing is downloaded.
 - ``device``: "auto" (default: cuda when available, else cpu), "cpu" or "cuda" (or "cuda:N").
 - ``dtype``: "auto" (default: bfloat16 on cuda, float32 on cpu), "bfloat16", "float16" or "float32".
+- ``max_batch_size``: how many concurrent requests may share one ``generate()`` (default 8; 1 = one at a time).
+- ``batch_wait_ms``: how long to wait for more requests to join a batch once the first arrives (default 5).
 
 Image-text-to-text checkpoints load with ``AutoProcessor`` + ``AutoModelForImageTextToText``; anything else
-falls back to ``AutoTokenizer`` + ``AutoModelForCausalLM`` and rejects requests with images. Generation runs
-in a background thread feeding a ``TextIteratorStreamer``; a lock lets one request use the model at a time.
+falls back to ``AutoTokenizer`` + ``AutoModelForCausalLM`` and rejects requests with images. One scheduler
+thread owns the model (``models_runtime/batching.py``): concurrent ``stream()`` calls (a Celery worker with
+``-P threads``) queue their request; requests with the same generation settings run as one left-padded batch,
+each row streaming to its own caller. Seeded sampling runs alone, so a seed gives the same answer under load.
+Set ``max_batch_size`` to 1 for a checkpoint whose processor cannot pad a batch.
 """
 
 from __future__ import annotations
 
 import gc
+import math
 import os
-import threading
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 
 import torch
 from transformers import (
@@ -25,23 +30,23 @@ from transformers import (
     AutoModelForImageTextToText,
     AutoProcessor,
     AutoTokenizer,
-    StoppingCriteria,
     StoppingCriteriaList,
-    TextIteratorStreamer,
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
 from models_runtime.base import (
     Backend,
+    GenerationSettings,
     ImagePart,
     ModelRequest,
     PermanentModelError,
     Stream,
     TransientModelError,
 )
+from models_runtime.batching import BatchJob, BatchScheduler, RowsCancelled, RowStreamer
 from models_runtime.textstream import StopCutter
 
-SETTINGS_KEYS = {"path", "device", "dtype"}
+SETTINGS_KEYS = {"path", "device", "dtype", "max_batch_size", "batch_wait_ms"}
 DTYPES = ("bfloat16", "float16", "float32")
 
 
@@ -67,11 +72,20 @@ class TransformersBackend(Backend):
         self.device = _resolve_device(self.settings.get("device", "auto"))
         self.dtype = _resolve_dtype(self.settings.get("dtype", "auto"), self.device)
         self._torch_dtype = getattr(torch, self.dtype)
-        self._lock = threading.Lock()
+        self.max_batch_size = _setting_number(self.settings, "max_batch_size", 8, minimum=1, integer=True)
+        self.batch_wait_ms = _setting_number(self.settings, "batch_wait_ms", 5, minimum=0, integer=False)
+        self._scheduler = BatchScheduler(
+            self._run_batch,
+            self._batch_error,
+            max_batch_size=self.max_batch_size,
+            wait_seconds=self.batch_wait_ms / 1000,
+            name=f"transformers-batches:{os.path.basename(self.path.rstrip(os.sep))}",
+        )
         self.model = None
         self.processor = None
         self.tokenizer = None
         self.multimodal = False
+        self._eos_token_ids: set[int] = set()
         self._load()
 
     # -- loading -------------------------------------------------------------------------------------------
@@ -93,6 +107,15 @@ class TransformersBackend(Backend):
                 self.tokenizer = AutoTokenizer.from_pretrained(self.path, **common)
                 self.model = AutoModelForCausalLM.from_pretrained(self.path, **model_kwargs)
             self.model.to(self.device).eval()
+            if self.device.startswith("cuda"):
+                # Padded batches call SDPA with a mask, which torch 2.11 sends to cuDNN first; cuDNN builds a
+                # plan for every new (batch, length) shape, i.e. nearly every step of every new batch: 3.6 s
+                # instead of 0.4 s for a first batch of 16 on an H100. Flash/efficient attention have no such
+                # cost. Process-wide, on purpose: this process exists to serve models.
+                torch.backends.cuda.enable_cudnn_sdp(False)
+            self._eos_token_ids = _eos_token_ids(self.model, self.tokenizer)
+            if self.tokenizer.pad_token is None and self.tokenizer.eos_token is not None:
+                self.tokenizer.pad_token = self.tokenizer.eos_token  # batches are padded; EOS is the usual stand-in
         except torch.cuda.OutOfMemoryError as exc:
             self.close()
             raise TransientModelError(f"out of GPU memory loading {self.path}: {exc}") from exc
@@ -103,97 +126,52 @@ class TransformersBackend(Backend):
             ) from exc
 
     def close(self) -> None:
-        with self._lock:  # waits for a generation in progress
-            self.model = self.processor = self.tokenizer = None
+        """Stop the scheduler (the running batch finishes; queued requests fail) and free the model."""
+        self._scheduler.close(PermanentModelError(f"the transformers model from {self.path} was closed"))
+        self.model = self.processor = self.tokenizer = None
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 
+    @property
+    def batch_sizes(self) -> dict[int, int]:
+        """Batch size -> how many batches of that size ran, since loading (tests, benchmarks)."""
+        return self._scheduler.batch_sizes
+
     # -- generation ----------------------------------------------------------------------------------------
 
     def _chunks(self, request: ModelRequest, stream: Stream) -> Iterator[str]:
-        tokenizer = self.tokenizer
-        if self.model is None or tokenizer is None:
+        if self.model is None or self.tokenizer is None:
             raise PermanentModelError(f"the transformers model from {self.path} was closed")
         image_count = sum(len(message.images) for message in request.messages)
         if image_count and not self.multimodal:
             raise PermanentModelError(
                 f"the model at {self.path} is text-only; it cannot take the {image_count} image(s) in this request"
             )
-        streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
-        cancel = threading.Event()
-        outcome: dict = {}
-        worker = threading.Thread(
-            target=self._generate,
-            args=(request, streamer, cancel, outcome),
-            name="transformers-generate",
-            daemon=True,
-        )
-        worker.start()
+        job = self._job(request)
+        if not self._scheduler.submit(job):
+            raise PermanentModelError(f"the transformers model from {self.path} was closed")
         cutter = StopCutter(request.settings.stop)
         finished = False
         try:
-            for piece in streamer:
+            for piece in job.texts():
                 yield cutter.feed(piece)
                 if cutter.stopped:
-                    cancel.set()  # stop string seen: no need for more tokens
-                    break
+                    break  # stop string seen: no need for more tokens
             yield cutter.flush()
             finished = True
         finally:
-            # If the caller walked away, let the worker stop at its next token; do not wait for it.
-            cancel.set()
+            # Stop string, or the caller walked away: this row stops at its next token; the others go on.
+            job.cancel()
         if finished:
-            worker.join()
-        if "error" in outcome:
-            raise outcome["error"]
-        stream.prompt_tokens = outcome.get("prompt_tokens")
-        stream.completion_tokens = outcome.get("completion_tokens")
+            job.ended.wait()  # at most one more token, for the counts
+        if job.error is not None:
+            raise job.error
+        stream.prompt_tokens = job.prompt_tokens
+        stream.completion_tokens = job.completion_tokens
 
-    def _generate(self, request: ModelRequest, streamer, cancel: threading.Event, outcome: dict) -> None:
-        """Runs in the background thread; reports text through ``streamer`` and the rest through ``outcome``.
-
-        Tokenizing happens under the lock too: fast tokenizers are not safe to share between threads.
-        """
-        settings = request.settings
-        try:
-            with self._lock:
-                if cancel.is_set():
-                    return
-                if self.model is None:
-                    raise PermanentModelError(f"the transformers model from {self.path} was closed")
-                inputs = self._inputs(request)
-                prompt_tokens = int(inputs["input_ids"].shape[1])
-                outcome["prompt_tokens"] = prompt_tokens
-                if settings.seed is not None:
-                    torch.manual_seed(settings.seed)
-                kwargs = dict(
-                    max_new_tokens=settings.max_new_tokens,
-                    streamer=streamer,
-                    stopping_criteria=StoppingCriteriaList([_Cancelled(cancel)]),
-                    pad_token_id=_pad_token_id(self.tokenizer),
-                )
-                if settings.temperature > 0:
-                    kwargs.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p)
-                else:
-                    kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-                with torch.inference_mode():
-                    output = self.model.generate(**inputs, **kwargs)
-                outcome["completion_tokens"] = int(output.shape[1]) - prompt_tokens
-        except torch.cuda.OutOfMemoryError as exc:
-            outcome["error"] = TransientModelError(f"out of GPU memory generating with {self.path}: {exc}")
-        except PermanentModelError as exc:
-            outcome["error"] = exc
-        except Exception as exc:
-            outcome["error"] = PermanentModelError(
-                f"generation failed with {self.path}: {type(exc).__name__}: {exc}"
-            )
-        finally:
-            if "error" in outcome or cancel.is_set():
-                streamer.end()  # unblock the reader; generate() may not have reached its own end()
-
-    def _inputs(self, request: ModelRequest) -> dict:
-        """Chat template + tokenizer/processor, moved to the model's device and dtype."""
+    def _job(self, request: ModelRequest) -> BatchJob:
+        """Images and prompt text, prepared in the caller's thread (tokenizing waits for the scheduler's)."""
         try:
             images = [part.to_pil() for message in request.messages for part in message.images]
         except Exception as exc:
@@ -204,19 +182,60 @@ class TransformersBackend(Backend):
         bos = self.tokenizer.bos_token
         # The template may already start with BOS; do not add a second one.
         add_special_tokens = not (bos and prompt.startswith(bos))
+        return BatchJob(
+            payload=(prompt, images, request.settings),
+            key=(_batch_key(request.settings), add_special_tokens),
+        )
+
+    def _run_batch(self, jobs: list[BatchJob]) -> None:
+        """Runs on the scheduler thread, the only one that tokenizes: fast tokenizers are not thread-safe."""
+        if self.model is None:
+            raise PermanentModelError(f"the transformers model from {self.path} was closed")
+        inputs = self._inputs(jobs)
+        mask = inputs.get("attention_mask")
+        counts = mask.sum(dim=1).tolist() if mask is not None else [inputs["input_ids"].shape[1]] * len(jobs)
+        for job, count in zip(jobs, counts, strict=True):
+            job.prompt_tokens = int(count)
+        settings: GenerationSettings = jobs[0].payload[2]  # the batch key makes these the same for every row
+        if settings.seed is not None:
+            torch.manual_seed(settings.seed)
+        kwargs = dict(
+            max_new_tokens=settings.max_new_tokens,
+            streamer=RowStreamer(self.tokenizer, jobs, self._eos_token_ids),
+            stopping_criteria=StoppingCriteriaList([RowsCancelled(jobs)]),
+            pad_token_id=_pad_token_id(self.tokenizer),
+        )
+        if settings.temperature > 0:
+            kwargs.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            self.model.generate(**inputs, **kwargs)
+
+    def _batch_error(self, exc: Exception) -> Exception:
+        """What every request of a failed batch gets."""
+        if isinstance(exc, torch.cuda.OutOfMemoryError):
+            return TransientModelError(f"out of GPU memory generating with {self.path}: {exc}")
+        if isinstance(exc, PermanentModelError):
+            return exc
+        return PermanentModelError(f"generation failed with {self.path}: {type(exc).__name__}: {exc}")
+
+    def _inputs(self, jobs: list[BatchJob]) -> dict:
+        """One left-padded batch from the tokenizer/processor, moved to the model's device and dtype."""
+        prompts = [job.payload[0] for job in jobs]
+        images = [image for job in jobs for image in job.payload[1]]  # flat, in row order, as processors take them
+        options = {"return_tensors": "pt", "add_special_tokens": jobs[0].key[1]}
+        if len(jobs) > 1:
+            options.update(padding=True, padding_side="left")
         try:
             if self.multimodal:
-                encoded = self.processor(
-                    text=[prompt],
-                    images=images or None,
-                    return_tensors="pt",
-                    add_special_tokens=add_special_tokens,
-                )
+                encoded = self.processor(text=prompts, images=images or None, **options)
             else:
-                encoded = self.tokenizer([prompt], return_tensors="pt", add_special_tokens=add_special_tokens)
+                encoded = self.tokenizer(prompts, **options)
         except Exception as exc:
+            hint = f" (a batch of {len(jobs)}: set max_batch_size to 1 if it cannot batch)" if len(jobs) > 1 else ""
             raise PermanentModelError(
-                f"cannot prepare the input for {self.path}: {type(exc).__name__}: {exc}"
+                f"cannot prepare the input for {self.path}{hint}: {type(exc).__name__}: {exc}"
             ) from exc
         moved = {}
         for key, value in encoded.items():
@@ -251,16 +270,21 @@ class TransformersBackend(Backend):
             ) from exc
 
 
-class _Cancelled(StoppingCriteria):
-    """Ends generation at the next token once the reader is gone or has seen a stop string."""
+def _batch_key(settings: GenerationSettings) -> Hashable:
+    """Requests with equal keys may share a batch (stop strings are cut per request, on the reader's side)."""
+    if settings.temperature <= 0:  # greedy: temperature, top_p and seed play no part
+        return ("greedy", settings.max_new_tokens)
+    if settings.seed is not None:
+        # A batch draws from one random stream, so a seeded row's answer would depend on its neighbours.
+        return object()  # equal to no other key: runs alone
+    return ("sample", settings.max_new_tokens, settings.temperature, settings.top_p)
 
-    def __init__(self, event: threading.Event):
-        self.event = event
 
-    def __call__(self, input_ids, scores, **kwargs):
-        return torch.full(
-            (input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device
-        )
+def _eos_token_ids(model, tokenizer) -> set[int]:
+    configured = model.generation_config.eos_token_id
+    ids = set(configured if isinstance(configured, list | tuple) else [configured])
+    ids.add(tokenizer.eos_token_id)
+    return {int(token_id) for token_id in ids if token_id is not None}
 
 
 def _pad_token_id(tokenizer) -> int | None:
@@ -295,4 +319,13 @@ def _resolve_dtype(value: str, device: str) -> str:
         return "bfloat16" if device.startswith("cuda") else "float32"
     if value not in DTYPES:
         raise PermanentModelError(f'unknown dtype "{value}": use "auto", {", ".join(DTYPES)}')
+    return value
+
+
+def _setting_number(settings: dict, key: str, default, *, minimum: int, integer: bool):
+    value = settings.get(key, default)
+    kind = "an integer" if integer else "a number"
+    allowed = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, allowed) or not math.isfinite(value) or value < minimum:
+        raise PermanentModelError(f'transformers setting "{key}" must be {kind} >= {minimum}, got {value!r}')
     return value

@@ -182,3 +182,15 @@ def test_a_dead_broker_fails_the_round_visibly_and_keeps_the_text(annotator, sim
     rnd = session.rounds.get()
     assert session.status == Session.Status.FAILED
     assert rnd.generation_status == Round.Generation.FAILED and "could not be reached" in rnd.error
+
+
+def test_round_past_its_time_limit_fails_with_a_clear_message_in_any_worker_pool(annotator):
+    # Celery's time limits hold only in the prefork pool; GPU workers run threads, so the stream loop stops
+    # a round itself once the config's soft time limit has passed.
+    slow = ModelConfigFactory(name="slow-student", backend_settings={"chunk_delay": 0.25}, soft_time_limit=1)
+    session = start(annotator, slow)
+    rnd = run_pending_round(session)
+    assert rnd.generation_status == Round.Generation.FAILED
+    assert rnd.error == generation.TIMED_OUT_MESSAGE
+    assert session.status == Session.Status.FAILED
+    assert rnd.final_verdict is None and rnd.extracted_answer == ""  # a cut-off answer is not judged
