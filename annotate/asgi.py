@@ -19,12 +19,13 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.urls import path  # noqa: E402
 
 from annotate.consumers import SessionConsumer  # noqa: E402
+from annotate.server_timing import ServerTimingMiddleware  # noqa: E402
 
 websocket_urlpatterns = [path("ws/sessions/<int:session_id>/", SessionConsumer.as_asgi())]
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": ServerTimingMiddleware(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -287,6 +287,8 @@ def stop(procs: list[subprocess.Popen]) -> None:
 class Stats:
     next: list[float] = field(default_factory=list)
     submit: list[float] = field(default_factory=list)
+    next_server: list[float] = field(default_factory=list)  # the app's own share (Server-Timing)
+    submit_server: list[float] = field(default_factory=list)
     ws_connect: list[float] = field(default_factory=list)
     session_get: list[float] = field(default_factory=list)
     draft: list[float] = field(default_factory=list)
@@ -296,6 +298,12 @@ class Stats:
 
     def error(self, kind: str) -> None:
         self.errors[kind] = self.errors.get(kind, 0) + 1
+
+
+def server_ms(response) -> float:
+    """The app's own time for a response, from its ``Server-Timing: app;dur=<ms>`` header."""
+    header = response.headers.get("server-timing", "")
+    return float(header.partition("dur=")[2] or "nan")
 
 
 async def timed(stats: Stats, call):
@@ -431,6 +439,7 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
                 await asyncio.sleep(1)
                 continue
             stats.next.append(ms)
+            stats.next_server.append(server_ms(response))
             session_id = response.json()["session_id"]
             if wait == "ws":
                 waiter = SocketWaiter(f"{ws_base}/ws/sessions/{session_id}/", origin, cookie, stats)
@@ -450,6 +459,7 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
                     stats.error(f"submit {response.status_code}")
                     continue
                 stats.submit.append(ms)
+                stats.submit_server.append(server_ms(response))
                 status = await waiter.wait({"completed"})  # the model re-answers with the ground truth
                 if status != "completed":
                     stats.error(f"round 1 {status}")
@@ -499,6 +509,8 @@ def report(title: str, stats: Stats, elapsed: float, target_p95: float, load_bef
     ok = True
     for name, values, counted in (("POST /api/next/", stats.next, True),
                                   ("POST .../feedback/ (submit)", stats.submit, True),
+                                  ("  next, in the app", stats.next_server, False),
+                                  ("  submit, in the app", stats.submit_server, False),
                                   ("WebSocket connect (snapshot)", stats.ws_connect, False),
                                   ("GET /api/sessions/<id>/ (poll)", stats.session_get, False),
                                   ("draft autosave (ws or POST)", stats.draft, False)):
