@@ -3,7 +3,7 @@
 import os
 import sys
 
-from django.core.asgi import get_asgi_application
+import django
 
 # Django runs each request in a thread; a thread coming back from a database round trip waits for the GIL while
 # another request computes, up to the switch interval each time (5 ms by default, ~8 round trips per request).
@@ -11,7 +11,11 @@ from django.core.asgi import get_asgi_application
 sys.setswitchinterval(0.001)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # as get_asgi_application() does, with our handler instead of Django's
+
+from annotate.asgi_handler import OneThreadASGIHandler  # noqa: E402
+
+django_asgi_app = OneThreadASGIHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

@@ -267,6 +267,42 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
                                                    f"{args.celery_concurrency}")
 
 
+def cpu_seconds(procs: list[subprocess.Popen]) -> dict[str, float]:
+    """CPU seconds used so far by each part sharing this machine (Linux /proc): the web processes, the worker,
+    PostgreSQL, Redis and this client. Exited processes drop out, so compare two readings of one phase only."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent, used, name = {}, {}, {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                comm, _, rest = stat.read().rpartition(")")
+        except OSError:
+            continue
+        fields = rest.split()
+        parent[int(pid)], used[int(pid)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+        name[int(pid)] = comm.partition("(")[2]
+
+    def root_of(pid: int) -> int | None:
+        roots = {proc.pid: role for proc, role in zip(procs, ("web", "worker"), strict=False)}
+        while pid > 1:
+            if pid in roots:
+                return roots[pid]
+            pid = parent.get(pid, 0)
+        return None
+
+    totals = dict.fromkeys(("web", "worker", "PostgreSQL", "Redis", "client"), 0.0)
+    for pid, seconds in used.items():
+        role = root_of(pid) or ("client" if pid == os.getpid() else None)
+        role = role or {"postgres": "PostgreSQL", "redis-server": "Redis"}.get(name[pid])
+        if role:
+            totals[role] += seconds
+    return totals
+
+
+def cpu_shares(before: dict[str, float], after: dict[str, float], elapsed: float) -> str:
+    return ", ".join(f"{role} {100 * (after[role] - before[role]) / elapsed:.0f}%" for role in before)
+
+
 def stop(procs: list[subprocess.Popen]) -> None:
     for proc in procs:
         try:
@@ -502,9 +538,10 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def report(title: str, stats: Stats, elapsed: float, target_p95: float, load_before: float) -> bool:
+def report(title: str, stats: Stats, elapsed: float, target_p95: float, load_before: float, cpu: str) -> bool:
     print(f"\n{title}: {stats.cycles} items done in {elapsed:.1f} s, {stats.requests / elapsed:.1f} API requests/s; "
           f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(f"  CPU used, in % of one core (the machine has {os.cpu_count()}): {cpu}")
     print(f"  {'':<30}{'n':>7}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}   (ms)")
     ok = True
     for name, values, counted in (("POST /api/next/", stats.next, True),
@@ -571,20 +608,21 @@ def main() -> None:
               flush=True)
         results = []
         if args.phase in ("both", "single"):
-            load = os.getloadavg()[0]
+            load, cpu = os.getloadavg()[0], cpu_seconds(procs)
             stats, elapsed = asyncio.run(run_phase(base, ws_base, batch, tokens[:1], seconds=args.seconds, think=0,
                                                    ramp=0, max_cycles=args.single_cycles, wait=args.wait, poll=0.02))
-            results.append(report("Phase 1 · one annotator walking the queue (no pauses)", stats, elapsed, 30, load))
+            results.append(report("Phase 1 · one annotator walking the queue (no pauses)", stats, elapsed, 30, load,
+                                  cpu_shares(cpu, cpu_seconds(procs), elapsed)))
         if args.phase in ("both", "many"):
             analyze()  # the first phase grew the annotators' histories
-            load = os.getloadavg()[0]
+            load, cpu = os.getloadavg()[0], cpu_seconds(procs)
             stats, elapsed = asyncio.run(run_phase(base, ws_base, batch, tokens[1:], seconds=args.seconds,
                                                    think=args.think, ramp=args.ramp, max_cycles=10**9, wait=args.wait,
                                                    poll=1.5))
             results.append(report(
                 f"Phase 2 · {len(tokens) - 1} annotators at once (think {args.think:g} s, ramp {args.ramp:g} s, "
                 f"waiting by {args.wait})",
-                stats, elapsed, 50, load))
+                stats, elapsed, 50, load, cpu_shares(cpu, cpu_seconds(procs), elapsed)))
         if args.explain:
             explain(batch)
         print(f"\nPostgreSQL connections to the benchmark database now: {db_connections()}")

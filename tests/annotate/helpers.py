@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from annotate.models import Assignment, Round, Session
 from annotate.services import generation
@@ -28,3 +30,10 @@ def finish(assignment: Assignment) -> None:
     """Mark the assignment's session done and complete the assignment, as the engine would at the end."""
     Session.objects.filter(assignment=assignment).update(status=Session.Status.COMPLETED)
     assignment_complete(assignment_id=assignment.id)
+
+
+def run_isolated(coroutine_function):
+    """Run a coroutine in a thread of its own: the Playwright tests keep an event loop running in the main
+    thread for the whole session, and asyncio.run / async_to_sync refuse to run beside it."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine_function()).result()

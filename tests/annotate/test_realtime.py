@@ -7,15 +7,7 @@ from channels_redis.core import RedisChannelLayer
 
 from annotate import realtime
 from annotate import settings as project_settings
-
-
-def run_isolated(coroutine_function):
-    """Run a coroutine in a thread of its own: the Playwright tests keep an event loop running in the main
-    thread for the whole session, and async_to_sync refuses to run beside it."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine_function()).result()
+from tests.annotate.helpers import run_isolated
 
 
 def project_layer() -> RedisChannelLayer:

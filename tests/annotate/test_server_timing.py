@@ -3,6 +3,7 @@
 import asyncio
 
 from annotate.server_timing import ServerTimingMiddleware
+from tests.annotate.helpers import run_isolated
 
 
 async def _app(scope, receive, send):
@@ -23,7 +24,7 @@ def _call(scope_type: str) -> list[dict]:
     async def send(message):
         sent.append(message)
 
-    asyncio.run(ServerTimingMiddleware(_app)({"type": scope_type}, receive, send))
+    run_isolated(lambda: ServerTimingMiddleware(_app)({"type": scope_type}, receive, send))
     return sent
 
 
