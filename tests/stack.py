@@ -109,6 +109,23 @@ def stop(process: subprocess.Popen, timeout: float = 15) -> None:
             process.wait()
 
 
+def wait_worker_settled(timeout=30):
+    """Let the worker finish what the test set going (rounds being generated, completed sessions being counted):
+    its open transactions would deadlock with the flush of the test's data."""
+    from annotate.models import Round, Session
+    from evaluation.models import CountedSession
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = Round.objects.filter(generation_status__in=[Round.Generation.QUEUED, Round.Generation.RUNNING])
+        uncounted = Session.objects.filter(status=Session.Status.COMPLETED).exclude(
+            id__in=CountedSession.objects.values("session_id"))
+        if not busy.exists() and not uncounted.exists():
+            return
+        time.sleep(0.1)
+    raise AssertionError("the worker was still busy with this test's rounds or sessions")
+
+
 def wait_counted(session, timeout=30):
     """The worker counts a completed session for the reports; let it finish before the test's data is flushed."""
     from evaluation.models import CountedSession  # imported late: Django must be set up first

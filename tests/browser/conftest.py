@@ -19,6 +19,17 @@ def browser():
         browser.close()
 
 
+@pytest.fixture(autouse=True)
+def _worker_settles_before_flush(request, transactional_db):
+    """Set up after the database, so torn down before its flush: a test that ends while the worker still
+    generates a round (or counts a session) waits for it instead of deadlocking with the flush."""
+    yield
+    if "celery_worker_process" in request.fixturenames:
+        from tests.stack import wait_worker_settled
+
+        wait_worker_settled()
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context()
