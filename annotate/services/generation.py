@@ -19,7 +19,7 @@ from annotate import realtime
 from annotate.models import Round, Session
 from annotate.prompts import RoundTurn, conversation, round0_text, templates_for
 from annotate.selectors.sessions import session_snapshot, session_with_task
-from annotate.services.sessions import _advance_after_verdict
+from annotate.services.sessions import _advance_after_verdict, session_outcome_count
 from annotate.verification import verify
 from models_runtime import (
     GenerationSettings,
@@ -203,9 +203,11 @@ def round_finish(*, round_id: int, claim_token: str, result, seq: int) -> None:
             session.status = Session.Status.AWAITING_VERDICT
             session.save(update_fields=["status"])
         else:
-            _advance_after_verdict(session, rnd)
+            _advance_after_verdict(session, rnd, count_in_task=False)
         snapshot = session_snapshot(session, rounds)
         transaction.on_commit(lambda: realtime.publish_snapshot(session.id, snapshot))
+    if session.status == Session.Status.COMPLETED:  # after the page has its snapshot
+        session_outcome_count(session.id)
 
 
 def round_fail(*, round_id: int, claim_token: str, message: str) -> None:

@@ -178,8 +178,11 @@ def round_record_verdict(*, session_id: int, correct: bool, annotator: User | No
     return rnd
 
 
-def _advance_after_verdict(session: Session, rnd: Round) -> None:
-    """Correct → done at this round; wrong at the last round → never corrected; else wait for feedback."""
+def _advance_after_verdict(session: Session, rnd: Round, *, count_in_task: bool = True) -> None:
+    """Correct → done at this round; wrong at the last round → never corrected; else wait for feedback.
+
+    A completed session is counted for the reports by a Celery task after commit; a caller already running in
+    a worker passes ``count_in_task=False`` and counts it itself (`session_outcome_count`)."""
     from annotate.services.queue import assignment_complete
 
     if rnd.final_verdict:
@@ -192,7 +195,8 @@ def _advance_after_verdict(session: Session, rnd: Round) -> None:
         session.completed_at = timezone.now()
         if session.assignment_id:
             assignment_complete(assignment_id=session.assignment_id)
-        transaction.on_commit(lambda: session_outcome_changed(session.id))
+        if count_in_task:
+            transaction.on_commit(lambda: session_outcome_changed(session.id))
     session.save(update_fields=["status", "corrected_round", "completed_at"])
 
 
@@ -205,3 +209,16 @@ def session_outcome_changed(session_id: int) -> None:
     except Exception:  # the session is saved; a recount (recompute_outcomes) repairs the counters later
         logger.warning("could not queue the outcome count of session %s", session_id, exc_info=True)
 
+
+def session_outcome_count(session_id: int) -> None:
+    """Count a completed session at once, from code already running in a worker: one Celery task fewer per
+    session. A busy counter (lock timeout, dropped connection) hands it to the task, which retries."""
+    from django.db import OperationalError
+
+    from evaluation.services import outcome_record
+
+    try:
+        outcome_record(session_id=session_id)
+    except OperationalError:
+        logger.warning("counting session %s now failed; queued for a retry", session_id, exc_info=True)
+        session_outcome_changed(session_id)

@@ -194,3 +194,34 @@ def test_round_past_its_time_limit_fails_with_a_clear_message_in_any_worker_pool
     assert rnd.error == generation.TIMED_OUT_MESSAGE
     assert session.status == Session.Status.FAILED
     assert rnd.final_verdict is None and rnd.extracted_answer == ""  # a cut-off answer is not judged
+
+
+def test_worker_counts_a_completed_session_at_once_without_another_task(annotator, simulated_model, monkeypatch):
+    from evaluation.models import CountedSession
+
+    queued = []
+    monkeypatch.setattr("annotate.services.sessions.session_outcome_changed", queued.append)
+    session = start(annotator, simulated_model)
+    run_pending_round(session)
+    for _ in range(3):
+        send_feedback(session)
+    assert session.status == Session.Status.COMPLETED
+    assert CountedSession.objects.filter(session_id=session.id, corrected_round=3).exists()
+    assert queued == []  # no outcome task queued: the worker counted it itself
+
+
+def test_a_busy_counter_hands_the_count_to_the_retrying_task(annotator, simulated_model, monkeypatch):
+    from django.db import OperationalError
+
+    def locked(**_kwargs):
+        raise OperationalError("lock timeout")
+
+    queued = []
+    monkeypatch.setattr("evaluation.services.outcome_record", locked)
+    monkeypatch.setattr("annotate.services.sessions.session_outcome_changed", queued.append)
+    session = start(annotator, simulated_model)
+    run_pending_round(session)
+    for _ in range(3):
+        send_feedback(session)
+    assert session.status == Session.Status.COMPLETED
+    assert queued == [session.id]
