@@ -196,16 +196,21 @@ def test_round_past_its_time_limit_fails_with_a_clear_message_in_any_worker_pool
     assert rnd.final_verdict is None and rnd.extracted_answer == ""  # a cut-off answer is not judged
 
 
+def complete_in_round_three(annotator, model) -> Session:
+    session = start(annotator, model)
+    run_pending_round(session)
+    for _ in range(3):
+        send_feedback(session)
+    assert session.status == Session.Status.COMPLETED
+    return session
+
+
 def test_worker_counts_a_completed_session_at_once_without_another_task(annotator, simulated_model, monkeypatch):
     from evaluation.models import CountedSession
 
     queued = []
     monkeypatch.setattr("annotate.services.sessions.session_outcome_changed", queued.append)
-    session = start(annotator, simulated_model)
-    run_pending_round(session)
-    for _ in range(3):
-        send_feedback(session)
-    assert session.status == Session.Status.COMPLETED
+    session = complete_in_round_three(annotator, simulated_model)
     assert CountedSession.objects.filter(session_id=session.id, corrected_round=3).exists()
     assert queued == []  # no outcome task queued: the worker counted it itself
 
@@ -219,9 +224,5 @@ def test_a_busy_counter_hands_the_count_to_the_retrying_task(annotator, simulate
     queued = []
     monkeypatch.setattr("evaluation.services.outcome_record", locked)
     monkeypatch.setattr("annotate.services.sessions.session_outcome_changed", queued.append)
-    session = start(annotator, simulated_model)
-    run_pending_round(session)
-    for _ in range(3):
-        send_feedback(session)
-    assert session.status == Session.Status.COMPLETED
+    session = complete_in_round_three(annotator, simulated_model)
     assert queued == [session.id]
