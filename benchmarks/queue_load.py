@@ -26,7 +26,9 @@ What it does:
      reading the outcome as long again; starts spread over ``--ramp`` s.
   Each phase is bounded in time (``--seconds``). It prints p50/p95/p99/max of next-item and submit (and of the
   WebSocket connects, polls and draft saves), the request rate and the error count (unexpected statuses, exceptions, sessions
-  that did not advance within 30 s).
+  that did not advance within 30 s); the app's own share of next and submit (``Server-Timing``); in phase 2,
+  next-item split into each annotator's first item (all 200 arrive within the ramp) and the later ones; and the CPU
+  each part of the system used.
 
 Latencies are measured by the client, so they include HTTP, the server's queueing and the client's event loop.
 Everything (PostgreSQL, the web processes, the worker and the client) shares this machine's CPUs, so other work on
@@ -324,6 +326,8 @@ class Stats:
     next: list[float] = field(default_factory=list)
     submit: list[float] = field(default_factory=list)
     next_server: list[float] = field(default_factory=list)  # the app's own share (Server-Timing)
+    next_first: list[float] = field(default_factory=list)  # each annotator's first item (the ramp-up)
+    next_later: list[float] = field(default_factory=list)  # their later items
     submit_server: list[float] = field(default_factory=list)
     ws_connect: list[float] = field(default_factory=list)
     session_get: list[float] = field(default_factory=list)
@@ -465,6 +469,7 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
                 stats.error(error)
 
     await asyncio.sleep(start_delay)
+    first_item = True
     while time.monotonic() < deadline and stats.cycles < max_cycles:
         try:
             response, ms = await timed(stats, client.post("/api/next/", json={"batch": batch}, headers=headers))
@@ -476,6 +481,8 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
                 continue
             stats.next.append(ms)
             stats.next_server.append(server_ms(response))
+            (stats.next_first if first_item else stats.next_later).append(ms)
+            first_item = False
             session_id = response.json()["session_id"]
             if wait == "ws":
                 waiter = SocketWaiter(f"{ws_base}/ws/sessions/{session_id}/", origin, cookie, stats)
@@ -547,6 +554,8 @@ def report(title: str, stats: Stats, elapsed: float, target_p95: float, load_bef
     for name, values, counted in (("POST /api/next/", stats.next, True),
                                   ("POST .../feedback/ (submit)", stats.submit, True),
                                   ("  next, in the app", stats.next_server, False),
+                                  ("  next, first item each", stats.next_first if len(stats.next_first) > 1 else [], False),
+                                  ("  next, later items", stats.next_later if len(stats.next_first) > 1 else [], False),
                                   ("  submit, in the app", stats.submit_server, False),
                                   ("WebSocket connect (snapshot)", stats.ws_connect, False),
                                   ("GET /api/sessions/<id>/ (poll)", stats.session_get, False),
