@@ -56,6 +56,8 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.figures import percentile  # noqa: E402
+
 BATCH_NAME = "queue-load"
 QUIET_SECONDS = 10.0  # as SNAPSHOT_AFTER_QUIET_MS in static/js/session.js
 CATEGORIES = ["Visual Logic", "Mathematical Logic", "MMMU-Pro", "MathVerse", "Math (Text)", "Coding (Text)"]
@@ -284,8 +286,9 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> dict[str, float]:
         parent[int(pid)], used[int(pid)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
         name[int(pid)] = comm.partition("(")[2]
 
-    def root_of(pid: int) -> int | None:
-        roots = {proc.pid: role for proc, role in zip(procs, ("web", "worker"), strict=False)}
+    roots = {proc.pid: role for proc, role in zip(procs, ("web", "worker"), strict=False)}
+
+    def root_of(pid: int) -> str | None:
         while pid > 1:
             if pid in roots:
                 return roots[pid]
@@ -546,15 +549,6 @@ def run_client(coroutine):
         return asyncio.run(coroutine)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(coroutine)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    k = (len(ordered) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
 def report(title: str, stats: Stats, elapsed: float, target_p95: float, load_before: float, cpu: str) -> bool:

@@ -24,6 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks.figures import percentile  # noqa: E402
 from models_runtime import GenerationSettings, ImagePart, Message, ModelRequest  # noqa: E402
 from models_runtime.backends.transformers import TransformersBackend  # noqa: E402
 
@@ -50,11 +51,6 @@ def request(index: int, max_new_tokens: int) -> ModelRequest:
         messages=(Message("user", (ImagePart(png(index)), text)),),
         settings=GenerationSettings(max_new_tokens=max_new_tokens),
     )
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def run(backend: TransformersBackend, requests: list[ModelRequest], concurrency: int) -> dict:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 import torch
-from transformers import StoppingCriteria
+from transformers import StoppingCriteria, TextStreamer
 from transformers.generation.streamers import BaseStreamer
 
 _END = object()  # the last item of a job's chunk queue
@@ -200,7 +200,7 @@ class RowStreamer(BaseStreamer):
 
     def __init__(self, tokenizer, jobs: list[BatchJob], eos_token_ids: Iterable[int]):
         self.jobs = jobs
-        self.rows = [_RowText(tokenizer) for _ in jobs]
+        self.rows = [_RowText(tokenizer, job) for job in jobs]
         self.eos_token_ids = frozenset(eos_token_ids)
         self._prompt_seen = False
 
@@ -208,76 +208,34 @@ class RowStreamer(BaseStreamer):
         if not self._prompt_seen:
             self._prompt_seen = True
             return
-        tokens = value.reshape(-1).tolist()
-        for job, row, token in zip(self.jobs, self.rows, tokens, strict=True):
+        column = value.reshape(-1, 1)
+        for job, row, token, one in zip(self.jobs, self.rows, column.view(-1).tolist(), column.unbind(), strict=True):
             if job.ended.is_set():
                 continue
             job.completion_tokens += 1
             if job.cancelled.is_set():
                 job.end()  # nobody reads this row any more
             elif token in self.eos_token_ids:
-                job.put_text(row.flush())
+                row.end()
                 job.end()
             else:
-                job.put_text(row.push(token))
+                row.put(one)
 
     def end(self) -> None:
         for job, row in zip(self.jobs, self.rows, strict=True):
             if not job.ended.is_set():
-                job.put_text(row.flush())
+                row.end()
                 job.end()
 
 
-class _RowText:
-    """Incremental decoding of one row, as ``TextIteratorStreamer`` does it for a batch of one.
+class _RowText(TextStreamer):
+    """One row's incremental decoding: transformers' own ``TextStreamer`` (text released at spaces, newlines and
+    CJK characters, so a word is never shown half-decoded), handing its text to the row's job instead of
+    printing it."""
 
-    The whole pending token list is decoded each time (so tokenizers that put spaces between tokens at decode
-    time come out right), and only text that cannot change is released: up to the last space, everything at a
-    newline or after a CJK character, nothing while the text ends in an incomplete multi-byte character.
-    """
+    def __init__(self, tokenizer, job: BatchJob):
+        super().__init__(tokenizer, skip_special_tokens=True)
+        self.job = job
 
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-        self.tokens: list[int] = []
-        self.printed = 0
-
-    def _decode(self) -> str:
-        return self.tokenizer.decode(self.tokens, skip_special_tokens=True)
-
-    def push(self, token: int) -> str:
-        self.tokens.append(token)
-        text = self._decode()
-        if text.endswith("\n"):
-            out = text[self.printed :]
-            self.tokens, self.printed = [], 0
-            return out
-        if text.endswith("\ufffd"):
-            return ""  # the rest of a multi-byte character is still to come
-        stable = len(text) if text and _is_cjk(text[-1]) else text.rfind(" ") + 1
-        if stable <= self.printed:
-            return ""
-        out = text[self.printed : stable]
-        self.printed = stable
-        return out
-
-    def flush(self) -> str:
-        out = self._decode()[self.printed :] if self.tokens else ""
-        self.tokens, self.printed = [], 0
-        return out
-
-
-_CJK_RANGES = (
-    (0x4E00, 0x9FFF),
-    (0x3400, 0x4DBF),
-    (0x20000, 0x2A6DF),
-    (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF),
-    (0xF900, 0xFAFF),
-    (0x2F800, 0x2FA1F),
-)
-
-
-def _is_cjk(char: str) -> bool:
-    code = ord(char)
-    return any(low <= code <= high for low, high in _CJK_RANGES)
+    def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
+        self.job.put_text(text)

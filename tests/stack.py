@@ -109,31 +109,32 @@ def stop(process: subprocess.Popen, timeout: float = 15) -> None:
             process.wait()
 
 
+def _wait_until(done, timeout: float, failure: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if done():
+            return
+        time.sleep(0.1)
+    raise AssertionError(failure)
+
+
 def wait_worker_settled(timeout=30):
     """Let the worker finish what the test set going (rounds being generated, completed sessions being counted):
     its open transactions would deadlock with the flush of the test's data."""
     from annotate.models import Round, Session
     from evaluation.models import CountedSession
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        busy = Round.objects.filter(generation_status__in=[Round.Generation.QUEUED, Round.Generation.RUNNING])
-        uncounted = Session.objects.filter(status=Session.Status.COMPLETED).exclude(
-            id__in=CountedSession.objects.values("session_id"))
-        if not busy.exists() and not uncounted.exists():
-            return
-        time.sleep(0.1)
-    raise AssertionError("the worker was still busy with this test's rounds or sessions")
+    busy = Round.objects.filter(generation_status__in=[Round.Generation.QUEUED, Round.Generation.RUNNING])
+    uncounted = Session.objects.filter(status=Session.Status.COMPLETED).exclude(
+        id__in=CountedSession.objects.values("session_id"))
+    _wait_until(lambda: not busy.exists() and not uncounted.exists(), timeout,
+                "the worker was still busy with this test's rounds or sessions")
 
 
 def wait_counted(session, timeout=30):
     """The worker counts a completed session for the reports; let it finish before the test's data is flushed."""
     from evaluation.models import CountedSession  # imported late: Django must be set up first
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if CountedSession.objects.filter(session_id=session.id).exists():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"session {session.id} was never counted for the reports")
+    _wait_until(lambda: CountedSession.objects.filter(session_id=session.id).exists(), timeout,
+                f"session {session.id} was never counted for the reports")
 

@@ -203,7 +203,7 @@ def round_finish(*, round_id: int, claim_token: str, result, seq: int) -> None:
             session.status = Session.Status.AWAITING_VERDICT
             session.save(update_fields=["status"])
         else:
-            _advance_after_verdict(session, rnd, count_in_task=False)
+            _advance_after_verdict(session, rnd)
         snapshot = session_snapshot(session, rounds)
         transaction.on_commit(lambda: realtime.publish_snapshot(session.id, snapshot))
     if session.status == Session.Status.COMPLETED:  # after the page has its snapshot

@@ -175,14 +175,16 @@ def round_record_verdict(*, session_id: int, correct: bool, annotator: User | No
         rnd.verdict_source = Round.VerdictSource.ANNOTATOR
         rnd.save(update_fields=["final_verdict", "verdict_source"])
         _advance_after_verdict(session, rnd)
+        if session.status == Session.Status.COMPLETED:  # counted for the reports by a task, not in the request
+            transaction.on_commit(lambda: session_outcome_changed(session.id))
     return rnd
 
 
-def _advance_after_verdict(session: Session, rnd: Round, *, count_in_task: bool = True) -> None:
+def _advance_after_verdict(session: Session, rnd: Round) -> None:
     """Correct → done at this round; wrong at the last round → never corrected; else wait for feedback.
 
-    A completed session is counted for the reports by a Celery task after commit; a caller already running in
-    a worker passes ``count_in_task=False`` and counts it itself (`session_outcome_count`)."""
+    A completed session still has to be counted for the reports: each caller does that its own way (a task
+    after commit from a web request, at once from the worker)."""
     from annotate.services.queue import assignment_complete
 
     if rnd.final_verdict:
@@ -195,8 +197,6 @@ def _advance_after_verdict(session: Session, rnd: Round, *, count_in_task: bool 
         session.completed_at = timezone.now()
         if session.assignment_id:
             assignment_complete(assignment_id=session.assignment_id)
-        if count_in_task:
-            transaction.on_commit(lambda: session_outcome_changed(session.id))
     session.save(update_fields=["status", "corrected_round", "completed_at"])
 
 

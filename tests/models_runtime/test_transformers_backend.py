@@ -18,6 +18,7 @@ from models_runtime import (
 )
 from models_runtime.backends.transformers import TransformersBackend
 from models_runtime.registry import get_backend
+from tests.models_runtime.helpers import together
 
 
 def ask(text: str, *images, **generation) -> ModelRequest:
@@ -218,27 +219,12 @@ def test_auto_picks_cuda_and_bfloat16_and_serves_four_concurrent_requests(tiny_l
     requests = [
         ask(f"Question {index}?", *([png_bytes] if index % 2 else []), max_new_tokens=16) for index in range(4)
     ]
-    results: list = [None] * 4
-    errors: list[BaseException] = []
-    start = threading.Barrier(4)
+    def read(_index, stream):
+        assert "".join(stream) == stream.result.text
+        return stream.result
 
-    def worker(index: int) -> None:
-        try:
-            stream = backend.stream(requests[index])
-            start.wait(timeout=30)
-            chunks = list(stream)
-            assert "".join(chunks) == stream.result.text
-            results[index] = stream.result
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker, args=(index,)) for index in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-
-    assert errors == []
+    results = together(backend, requests, read)
+    assert not [result for result in results if isinstance(result, BaseException)]
     assert backend.batch_sizes == {4: 1}  # one bf16 batch of 4 on the GPU
     assert all(result is not None and 1 <= result.completion_tokens <= 16 for result in results)
     assert results[1].prompt_tokens - results[0].prompt_tokens >= 16  # the image rows kept their image tokens

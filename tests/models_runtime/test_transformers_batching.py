@@ -22,6 +22,7 @@ from models_runtime import (
 )
 from models_runtime.backends.transformers import TransformersBackend
 from models_runtime.batching import BatchJob, BatchScheduler, RowStreamer
+from tests.models_runtime.helpers import together
 
 PROMPTS = [
     "Hi?",
@@ -45,30 +46,6 @@ def backend(path: str, **settings) -> TransformersBackend:
 
 def alone(backend: TransformersBackend, requests: list[ModelRequest]) -> list:
     return [backend.stream(request).collect() for request in requests]
-
-
-def together(backend: TransformersBackend, requests: list[ModelRequest], read=None) -> list:
-    """Each request from a thread of its own, all starting at once. ``read(index, stream)`` replaces collect()."""
-    results: list = [None] * len(requests)
-    errors: list[BaseException] = []
-    start = threading.Barrier(len(requests))
-
-    def worker(index: int) -> None:
-        try:
-            stream = backend.stream(requests[index])
-            start.wait(timeout=10)
-            results[index] = read(index, stream) if read else stream.collect()
-        except BaseException as exc:  # reported in the test thread
-            errors.append(exc)
-            results[index] = exc
-
-    threads = [threading.Thread(target=worker, args=(index,)) for index in range(len(requests))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(thread.is_alive() for thread in threads)
-    return results
 
 
 def summary(results) -> list[tuple]:
