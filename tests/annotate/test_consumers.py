@@ -27,7 +27,7 @@ def communicator(user, session_id):
 
 
 
-def test_snapshot_then_chunks(redis_layer, annotator, simulated_model):
+def test_snapshot_then_chunks(redis_layer, annotator, simulated_model, no_dispatch):
     from asgiref.sync import async_to_sync
 
     batch = make_batch(models=[simulated_model])
@@ -50,7 +50,7 @@ def test_snapshot_then_chunks(redis_layer, annotator, simulated_model):
     async_to_sync(scenario)()
 
 
-def test_other_annotators_are_refused(redis_layer, annotator, outsider, simulated_model):
+def test_other_annotators_are_refused(redis_layer, annotator, outsider, simulated_model, no_dispatch):
     from asgiref.sync import async_to_sync
 
     batch = make_batch(models=[simulated_model])
