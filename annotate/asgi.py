@@ -20,9 +20,10 @@ django_asgi_app = OneThreadASGIHandler()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.urls import path  # noqa: E402
+from django.urls import get_resolver, path  # noqa: E402
 
 from annotate.consumers import SessionConsumer  # noqa: E402
+from annotate.heap import freeze_startup_heap  # noqa: E402
 from annotate.server_timing import ServerTimingMiddleware  # noqa: E402
 
 websocket_urlpatterns = [path("ws/sessions/<int:session_id>/", SessionConsumer.as_asgi())]
@@ -33,3 +34,7 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+# Import every view now rather than on the first request, so that what they load is frozen with the rest.
+get_resolver().url_patterns
+freeze_startup_heap()

@@ -1,6 +1,8 @@
 """The project's ASGI app for HTTP: Django's whole middleware chain and the view run in one thread per request."""
 
 import asyncio
+import gc
+import sys
 
 import pytest
 from asgiref.sync import iscoroutinefunction
@@ -39,3 +41,10 @@ def test_a_page_passes_every_middleware():
     assert headers[b"x-frame-options"] == b"DENY"  # XFrameOptionsMiddleware, the innermost
     assert b"csrftoken" in headers.get(b"set-cookie", b"")  # CsrfViewMiddleware
     assert headers[b"server-timing"].startswith(b"app;dur=")
+
+
+def test_views_are_loaded_at_start_up_and_frozen_out_of_the_collectors_sight():
+    # Full collections in a web process walk only what requests created, not the ~260k objects of the loaded
+    # code (annotate.heap): pauses of 10-40 ms instead of 150-360 ms on the queue_load benchmark.
+    assert {"annotate.apis", "evaluation.apis"} <= set(sys.modules)
+    assert gc.get_freeze_count() > 50_000
