@@ -57,7 +57,7 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.figures import percentile  # noqa: E402
+from benchmarks.figures import percentile, reference_workload_ms  # noqa: E402
 
 BATCH_NAME = "queue-load"
 QUIET_SECONDS = 10.0  # as SNAPSHOT_AFTER_QUIET_MS in static/js/session.js
@@ -556,9 +556,12 @@ def run_client(coroutine):
         return runner.run(coroutine)
 
 
-def report(title: str, stats: Stats, elapsed: float, target_p95: float, load_before: float, cpu: str) -> bool:
+def report(title: str, stats: Stats, elapsed: float, target_p95: float, load_before: float, cpu: str,
+           yardstick_before: float) -> bool:
     print(f"\n{title}: {stats.cycles} items done in {elapsed:.1f} s, {stats.requests / elapsed:.1f} API requests/s; "
           f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(f"  machine speed: the reference workload took {yardstick_before:.1f} ms before, "
+          f"{reference_workload_ms():.1f} ms after (lower is faster; compare runs only at a similar speed)")
     print(f"  CPU used, in % of one core (the machine has {os.cpu_count()}): {cpu}")
     print(f"  {'':<30}{'n':>7}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}   (ms)")
     ok = True
@@ -628,21 +631,21 @@ def main() -> None:
               flush=True)
         results = []
         if args.phase in ("both", "single"):
-            load, cpu = os.getloadavg()[0], cpu_seconds(procs)
+            load, cpu, speed = os.getloadavg()[0], cpu_seconds(procs), reference_workload_ms()
             stats, elapsed = run_client(run_phase(base, ws_base, batch, tokens[:1], seconds=args.seconds, think=0,
                                                    ramp=0, max_cycles=args.single_cycles, wait=args.wait, poll=0.02))
             results.append(report("Phase 1 · one annotator walking the queue (no pauses)", stats, elapsed, 30, load,
-                                  cpu_shares(cpu, cpu_seconds(procs), elapsed)))
+                                  cpu_shares(cpu, cpu_seconds(procs), elapsed), speed))
         if args.phase in ("both", "many"):
             analyze()  # the first phase grew the annotators' histories
-            load, cpu = os.getloadavg()[0], cpu_seconds(procs)
+            load, cpu, speed = os.getloadavg()[0], cpu_seconds(procs), reference_workload_ms()
             stats, elapsed = run_client(run_phase(base, ws_base, batch, tokens[1:], seconds=args.seconds,
                                                    think=args.think, ramp=args.ramp, max_cycles=10**9, wait=args.wait,
                                                    poll=1.5))
             results.append(report(
                 f"Phase 2 · {len(tokens) - 1} annotators at once (think {args.think:g} s, ramp {args.ramp:g} s, "
                 f"waiting by {args.wait})",
-                stats, elapsed, 50, load, cpu_shares(cpu, cpu_seconds(procs), elapsed)))
+                stats, elapsed, 50, load, cpu_shares(cpu, cpu_seconds(procs), elapsed), speed))
         if args.explain:
             explain(batch)
         print(f"\nPostgreSQL connections to the benchmark database now: {db_connections()}")
