@@ -12,8 +12,7 @@ from __future__ import annotations
 import gc
 
 
-def freeze_startup_heap() -> int:
-    """Collect once, then exempt every surviving object from later collections; returns how many."""
+def freeze_startup_heap() -> None:
+    """Collect once, then exempt every surviving object from later collections."""
     gc.collect()
     gc.freeze()
-    return gc.get_freeze_count()

@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fcntl
-import gc
 import os
 import random
 import signal
@@ -544,10 +543,11 @@ def run_client(coroutine):
     """Run the simulated annotators on uvloop when it is installed (it comes with uvicorn[standard]): the client
     shares the server's cores here, while real annotators each have a browser of their own, so the less CPU
     (and event-loop lag, which counts in every latency) the client costs, the more the figures are the server's."""
-    # The client loaded Django to make the data: out of the collector's sight, its heap costs no pauses, which
-    # would count in the figures (the web processes do the same, annotate.heap).
-    gc.collect()
-    gc.freeze()
+    from annotate.heap import freeze_startup_heap
+
+    # The client loaded Django to make the data: frozen like the web processes' heap, it costs no collector
+    # pauses, which would count in the figures.
+    freeze_startup_heap()
     try:
         import uvloop
     except ImportError:

@@ -115,10 +115,8 @@ class BatchScheduler:
     def close(self, error: BaseException) -> None:
         """Fail the queued jobs with ``error``, let the running batch finish, and stop the thread."""
         with self._cond:
-            self._closed = True
             self._close_error = error
-            leftovers = list(self._pending)
-            self._pending.clear()
+            leftovers = self._close_queue()
             thread = self._thread
             self._cond.notify_all()
         for job in leftovers:
@@ -141,11 +139,16 @@ class BatchScheduler:
                         job.end(error or RuntimeError("the batch ended without finishing this request"))
         finally:  # also if this thread dies of something unexpected: nobody may wait forever
             with self._cond:
-                self._closed = True
-                leftovers = list(self._pending)
-                self._pending.clear()
+                leftovers = self._close_queue()
             for job in leftovers:
                 job.end(self._close_error or RuntimeError("the batch scheduler stopped"))
+
+    def _close_queue(self) -> list[BatchJob]:
+        """Under the lock: take no more jobs and hand back those still queued (the caller ends them)."""
+        self._closed = True
+        leftovers = list(self._pending)
+        self._pending.clear()
+        return leftovers
 
     def _next_batch(self) -> list[BatchJob] | None:
         with self._cond:

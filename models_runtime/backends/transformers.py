@@ -127,11 +127,14 @@ class TransformersBackend(Backend):
 
     def close(self) -> None:
         """Stop the scheduler (the running batch finishes; queued requests fail) and free the model."""
-        self._scheduler.close(PermanentModelError(f"the transformers model from {self.path} was closed"))
+        self._scheduler.close(self._closed_error())
         self.model = self.processor = self.tokenizer = None
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+    def _closed_error(self) -> PermanentModelError:
+        return PermanentModelError(f"the transformers model from {self.path} was closed")
 
     @property
     def batch_sizes(self) -> dict[int, int]:
@@ -142,7 +145,7 @@ class TransformersBackend(Backend):
 
     def _chunks(self, request: ModelRequest, stream: Stream) -> Iterator[str]:
         if self.model is None or self.tokenizer is None:
-            raise PermanentModelError(f"the transformers model from {self.path} was closed")
+            raise self._closed_error()
         image_count = sum(len(message.images) for message in request.messages)
         if image_count and not self.multimodal:
             raise PermanentModelError(
@@ -150,7 +153,7 @@ class TransformersBackend(Backend):
             )
         job = self._job(request)
         if not self._scheduler.submit(job):
-            raise PermanentModelError(f"the transformers model from {self.path} was closed")
+            raise self._closed_error()
         cutter = StopCutter(request.settings.stop)
         finished = False
         try:
@@ -190,7 +193,7 @@ class TransformersBackend(Backend):
     def _run_batch(self, jobs: list[BatchJob]) -> None:
         """Runs on the scheduler thread, the only one that tokenizes: fast tokenizers are not thread-safe."""
         if self.model is None:
-            raise PermanentModelError(f"the transformers model from {self.path} was closed")
+            raise self._closed_error()
         inputs = self._inputs(jobs)
         mask = inputs.get("attention_mask")
         counts = mask.sum(dim=1).tolist() if mask is not None else [inputs["input_ids"].shape[1]] * len(jobs)
