@@ -3,11 +3,13 @@
 import asyncio
 import gc
 import sys
+import threading
 
 import pytest
 from asgiref.sync import iscoroutinefunction
 
 from annotate.asgi import application, django_asgi_app
+from annotate.asgi_handler import RequestThreads
 from tests.annotate.helpers import run_isolated
 
 
@@ -48,3 +50,37 @@ def test_views_are_loaded_at_start_up_and_frozen_out_of_the_collectors_sight():
     # code (annotate.heap): pauses of 10-40 ms instead of 150-360 ms on the queue_load benchmark.
     assert {"annotate.apis", "evaluation.apis"} <= set(sys.modules)
     assert gc.get_freeze_count() > 50_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requests_reuse_their_threads_and_run_all_their_sync_code_in_one():
+    # Starting a thread blocks the event loop until it runs: the handler keeps request threads for reuse.
+    from django.core.signals import request_finished, request_started
+
+    seen = []
+
+    def note(signal):
+        return lambda **kwargs: seen.append((signal, threading.current_thread().name))
+
+    started, finished = note("started"), note("finished")
+    request_started.connect(started)
+    request_finished.connect(finished)
+    try:
+        _get("/login/")
+        _get("/login/")
+    finally:
+        request_started.disconnect(started)
+        request_finished.disconnect(finished)
+    assert [signal for signal, _ in seen] == ["started", "finished", "started", "finished"]
+    assert len({thread for _, thread in seen}) == 1
+    assert seen[0][1].startswith("request")  # one of the handler's threads, not the event loop's
+
+
+def test_request_threads_are_reused_last_in_first_out_up_to_the_idle_limit():
+    threads = RequestThreads(keep_idle=1)
+    first, second = threads.acquire(), threads.acquire()
+    assert first is not second  # two requests at once: two threads
+    threads.release(first)
+    threads.release(second)  # over the limit: shut down, not kept
+    assert threads.acquire() is first
+    assert second._shutdown
