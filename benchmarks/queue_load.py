@@ -242,9 +242,9 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
     else:
         web = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"]
         described = "daphne (ASGI), 1 process"
-    # The worker stands for the model servers, which run on other machines in production: on this one it yields
-    # the CPU to the web processes (nice 10) so that it slows the annotators' cycles, not the API under test.
-    worker = ["nice", "-n", "10", sys.executable, "-m", "celery", "-A", "annotate", "worker",
+    # The worker stands for the model servers, which run on other machines in production: on this one it runs only
+    # on CPU time nothing else wants (SCHED_IDLE), so that it slows the annotators' cycles, not the API under test.
+    worker = ["chrt", "--idle", "0", sys.executable, "-m", "celery", "-A", "annotate", "worker",
                           "-Q", "model.simulated,default", "-c", str(args.celery_concurrency), "--loglevel", "WARNING",
                           "-n", f"bench-{os.getpid()}@%h", "--without-mingle", "--without-gossip"]
     # The web processes share a small pool of connections each; the worker keeps one persistent connection per
