@@ -14,9 +14,9 @@ What it does:
      simulated model (max_rounds = 1, overlap 1), its 100k work items, and 1 + 200 annotators with API tokens and
      login sessions.
   2. Starts the ASGI app (uvicorn with ``--web-workers`` processes; daphne when uvicorn is not installed) and one
-     Celery worker (simulated model, no delay; niced, standing in for model servers on other machines) on an
-     embedded Redis, as in production: a submit saves the round and dispatches the model call on commit; the
-     worker answers, streams over the channel layer and completes the session.
+     Celery worker (simulated model, no delay; at SCHED_IDLE priority, standing in for model servers on other
+     machines) on an embedded Redis, as in production: a submit saves the round and dispatches the model call on
+     commit; the worker answers, streams over the channel layer and completes the session.
   3. Phase 1, one annotator, no pauses: POST /api/next/ (reserves a new pair: the session starts and round 0 is
      queued), wait for the model's answer on the session's WebSocket (as the page does; ``--wait poll`` polls
      GET /api/sessions/<id>/ instead), POST /api/sessions/<id>/feedback/ (the submit), wait until the session
