@@ -73,7 +73,12 @@ def _lock_session(session_id: int, annotator: User | None = None) -> Session:
     return session
 
 
-def round_submit_feedback(
+def round_submit_feedback(**kwargs) -> Round:
+    """Save the annotator's feedback as the next round and queue the model's re-answer (see `feedback_submit`)."""
+    return feedback_submit(**kwargs)[0]
+
+
+def feedback_submit(
     *,
     session_id: int,
     feedback: str,
@@ -81,8 +86,9 @@ def round_submit_feedback(
     confirm_leak: bool = False,
     typing_ms: int | None = None,
     annotator: User | None = None,
-) -> Round:
-    """Save the annotator's feedback as the next round and queue the model's re-answer.
+) -> tuple[Round, list[Round]]:
+    """Save the annotator's feedback as the next round and queue the model's re-answer. Returns that round and
+    all the session's rounds in order (for the page's snapshot, without reading them again).
 
     Idempotent on ``client_request_id``: a retried or double-clicked submit returns the round already made.
     In rounds before the last, feedback that gives the ground truth away needs ``confirm_leak``.
@@ -96,7 +102,7 @@ def round_submit_feedback(
         rounds = list(session.rounds.order_by("index"))  # at most max_rounds + 1
         existing = next((r for r in rounds if r.client_request_id == client_request_id), None)
         if existing is not None:
-            return existing
+            return existing, rounds
         if session.status != Session.Status.AWAITING_FEEDBACK:
             raise Conflict(f"This session is not waiting for feedback (it is {session.get_status_display().lower()}).")
         if not feedback:
@@ -133,7 +139,7 @@ def round_submit_feedback(
         session.feedback_draft = ""
         session.save(update_fields=["status", "feedback_draft"])
         _dispatch_generation(rnd.id, session.model_config)
-    return rnd
+    return rnd, [*rounds, rnd]
 
 
 def session_save_draft(*, session_id: int, draft: str, annotator: User | None = None) -> None:

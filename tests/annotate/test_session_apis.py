@@ -42,6 +42,11 @@ def test_feedback_round_trip_and_idempotency(api_client, annotator, session):
     assert session.rounds.count() == 2
     assert session.rounds.get(index=1).typing_ms == 1200
     assert first.json()["status"] == "generating"
+    # The response's snapshot is built from the rounds the submit holds: the same as a fresh read.
+    fresh = api_client.get(url("api-session", session)).json()
+    assert first.json() == again.json() == fresh
+    assert [r["index"] for r in fresh["rounds"]] == [0, 1]
+    assert fresh["rounds"][1]["feedback_text"] == payload["feedback"]
 
 
 @pytest.mark.parametrize(
