@@ -273,7 +273,8 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
 
 def cpu_seconds(procs: list[subprocess.Popen]) -> dict[str, float]:
     """CPU seconds used so far by each part sharing this machine (Linux /proc): the web processes, the worker,
-    PostgreSQL, Redis and this client. Exited processes drop out, so compare two readings of one phase only."""
+    PostgreSQL, Redis and this client, and the whole machine. Exited processes drop out, so compare two readings
+    of one phase only."""
     tick = os.sysconf("SC_CLK_TCK")
     parent, used, name = {}, {}, {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -301,6 +302,11 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> dict[str, float]:
         role = role or {"postgres": "PostgreSQL", "redis-server": "Redis"}.get(name[pid])
         if role:
             totals[role] += seconds
+    # Everything else too (the kernel's share of the loopback traffic, other processes): the parts above do not add
+    # up to what the cores were busy with.
+    with open("/proc/stat") as stat:
+        ticks = [int(value) for value in stat.readline().split()[1:]]
+    totals["whole machine"] = (sum(ticks) - ticks[3] - ticks[4]) / tick  # all but idle and iowait
     return totals
 
 
