@@ -53,8 +53,8 @@ class SessionFeedbackApi(APIView):
     def post(self, request, session_id: int):
         data = self.SessionFeedbackInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        rnd, rounds = session_services.feedback_submit(session_id=session_id, annotator=request.user,
-                                                       **data.validated_data)
+        rnd, rounds = session_services.round_submit_feedback(session_id=session_id, annotator=request.user,
+                                                             **data.validated_data)
         # The session and its rounds are at hand (locked and updated by the service): no second check or read.
         return Response(session_snapshot(rnd.session, rounds), status=status.HTTP_201_CREATED)
 

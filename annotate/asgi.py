@@ -36,10 +36,9 @@ application = ProtocolTypeRouter(
     }
 )
 
-# Import every view and build the URL reverse map now rather than on the first request (which paid ~70 ms of CPU
-# for them in each process), so that what they load is frozen with the rest.
-get_resolver().reverse("api-next")  # loads every URLconf (and so every view) and builds the reverse map
-# Likewise the Celery app's task registry and the broker's transport, which the first dispatch loaded (~90 ms).
+# Load now what the first request of each process used to load, so that it is frozen with the rest: every view and
+# the URL reverse map (~70 ms of CPU), the Celery task registry and the broker's transport (~90 ms).
+get_resolver().reverse("api-next")
 celery_app.finalize()
 with celery_app.connection_for_write() as broker:
     broker.transport  # noqa: B018  (imports the transport; connects only when used)

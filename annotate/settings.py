@@ -88,10 +88,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-# Under ASGI each request runs in a thread of its own (kept for reuse, up to 32 idle per process: annotate.asgi_handler),
-# so persistent connections (DB_CONN_MAX_AGE) would hold one PostgreSQL connection per thread, and without them every
-# request opens one (~6 ms). Web processes set DB_POOL_MAX_SIZE to share a few pooled connections instead (psycopg 3's
-# pool, Django >= 5.1).
+# Under ASGI each request runs in a thread of its own (kept for reuse, up to 32 idle per process:
+# annotate.asgi_handler), so persistent connections (DB_CONN_MAX_AGE) would hold a PostgreSQL connection per thread,
+# and without them every request opens one (~6 ms). Web processes set DB_POOL_MAX_SIZE to share a few pooled
+# connections instead (psycopg 3's pool, Django >= 5.1).
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 0)
 if DB_POOL_MAX_SIZE and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool replaces persistent connections

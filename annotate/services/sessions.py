@@ -73,12 +73,7 @@ def _lock_session(session_id: int, annotator: User | None = None) -> Session:
     return session
 
 
-def round_submit_feedback(**kwargs) -> Round:
-    """Save the annotator's feedback as the next round and queue the model's re-answer (see `feedback_submit`)."""
-    return feedback_submit(**kwargs)[0]
-
-
-def feedback_submit(
+def round_submit_feedback(
     *,
     session_id: int,
     feedback: str,

@@ -106,8 +106,8 @@ def test_feedback_is_refused_while_the_model_answers(annotator, simulated_model)
 def test_submits_are_idempotent_on_client_request_id(annotator, simulated_model):
     session = start(annotator, simulated_model)
     run_pending_round(session)
-    first = round_submit_feedback(session_id=session.id, feedback="Look again", client_request_id="same")
-    second = round_submit_feedback(session_id=session.id, feedback="Look again", client_request_id="same")
+    first, _ = round_submit_feedback(session_id=session.id, feedback="Look again", client_request_id="same")
+    second, _ = round_submit_feedback(session_id=session.id, feedback="Look again", client_request_id="same")
     assert first.pk == second.pk and session.rounds.count() == 2
 
 
@@ -126,8 +126,8 @@ def test_leaking_feedback_needs_confirmation_and_is_recorded(annotator, simulate
     with pytest.raises(ApplicationError) as error:
         round_submit_feedback(session_id=session.id, feedback="It is 7391.", client_request_id="leak")
     assert error.value.code == "ground_truth_leak" and session.rounds.count() == 1
-    rnd = round_submit_feedback(session_id=session.id, feedback="It is 7391.", client_request_id="leak",
-                                confirm_leak=True)
+    rnd, _ = round_submit_feedback(session_id=session.id, feedback="It is 7391.", client_request_id="leak",
+                                   confirm_leak=True)
     assert rnd.leak_flagged is True
 
 
