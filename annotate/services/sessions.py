@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 MAX_FEEDBACK_CHARS = 4000
 
 
-def _dispatch_generation(round_id: int, config: ModelConfig) -> None:
+def round_generation_queue(round_id: int, config: ModelConfig) -> None:
     """Queue the model call after commit, on the config's model queue and with its time limits."""
     from annotate.tasks import round_generate  # tasks import services; keep the cycle lazy
 
@@ -45,10 +45,10 @@ def _mark_undeliverable(round_id: int) -> None:
     Session.objects.filter(rounds__pk=round_id, status=Session.Status.GENERATING).update(status=Session.Status.FAILED)
 
 
-def session_start(*, assignment: Assignment) -> Session:
-    """Create the session of a fresh assignment and queue round 0 (the model answers the bare question)."""
+def session_new(*, assignment: Assignment) -> tuple[Session, Round]:
+    """A fresh assignment's session and its round 0 (the model answers the bare question), not saved yet."""
     item = assignment.work_item
-    session = Session.objects.create(
+    session = Session(
         batch_id=item.batch_id,
         task_id=item.task_id,
         model_config=item.model_config,  # loaded with the item by the queue: no query here
@@ -56,8 +56,15 @@ def session_start(*, assignment: Assignment) -> Session:
         assignment=assignment,
         status=Session.Status.GENERATING,
     )
-    rnd = Round.objects.create(session=session, index=0)
-    _dispatch_generation(rnd.id, session.model_config)
+    return session, Round(session=session, index=0)
+
+
+def session_start(*, assignment: Assignment) -> Session:
+    """Create the session of a fresh assignment and queue round 0."""
+    session, first_round = session_new(assignment=assignment)
+    session.save()
+    first_round.save()
+    round_generation_queue(first_round.id, session.model_config)
     return session
 
 
@@ -133,7 +140,7 @@ def round_submit_feedback(
         session.status = Session.Status.GENERATING
         session.feedback_draft = ""
         session.save(update_fields=["status", "feedback_draft"])
-        _dispatch_generation(rnd.id, session.model_config)
+        round_generation_queue(rnd.id, session.model_config)
     return rnd, [*rounds, rnd]
 
 
@@ -160,7 +167,7 @@ def round_retry(*, session_id: int, annotator: User | None = None) -> Round:
         )
         session.status = Session.Status.GENERATING
         session.save(update_fields=["status"])
-        _dispatch_generation(rnd.id, session.model_config)
+        round_generation_queue(rnd.id, session.model_config)
     rnd.refresh_from_db()
     return rnd
 

@@ -12,5 +12,5 @@ def in_memory_channel_layer(settings):
 @pytest.fixture
 def no_dispatch():
     """The broker is the outside world: tests that only look at reservations or run rounds in-process."""
-    with mock.patch("annotate.services.sessions._dispatch_generation"):
+    with mock.patch("annotate.services.sessions.round_generation_queue"):
         yield

@@ -8,6 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotate.models import Round, Session
+from annotate.services import reserve_statement
 from annotate.services.queue import assignment_complete
 from tests.factories import make_batch
 
@@ -59,10 +60,11 @@ def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simul
         answered(session_id)
         submit_counts.append(submit(api_client, session_id, n))
         finish(session_id)
-    # A fresh reservation: auth, batch, the annotator's latest assignment (resume, last task, pins; a newcomer's pins
-    # take one more), the open tier with its model (+ the served-gold count with a gold rate), claim, assignment,
-    # session, round 0, and the transaction's markers.
-    fresh = 10 if gold_rate else 9
+    # A fresh reservation: the batch, the annotator's latest assignment (resume, last task, pins; a newcomer's pins
+    # take one more), the served-gold count with a gold rate, then on PostgreSQL one statement (lock the first open
+    # item, claim it, insert the assignment, session and round 0); elsewhere the ORM path: the open tier with its
+    # model, claim, assignment, session, round 0, and the transaction's markers.
+    fresh = (3 if reserve_statement.supported() else 9) + (1 if gold_rate else 0)
     assert next_counts == [fresh + 1] + [fresh] * 7, next_counts
     # A submit: auth, the session locked with its ownership check, its rounds, the new round, the session's status,
     # savepoint markers, and the snapshot's images (its rounds are those the submit already holds).

@@ -62,7 +62,7 @@ def test_expired_lease_returns_the_conversation_to_the_pool(fire_batch):
     assert again.work_item_id == taken[0].work_item_id
 
 
-@mock.patch("annotate.services.sessions._dispatch_generation")
+@mock.patch("annotate.services.sessions.round_generation_queue")
 def test_fire_and_interfeedback_batches_share_the_queue(_dispatch, fire_batch):
     interfeedback = make_batch(models=[ModelConfigFactory()], tasks=1)
     annotator = UserFactory()

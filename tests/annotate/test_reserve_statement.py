@@ -1,0 +1,73 @@
+"""The one-statement reservation (PostgreSQL) writes what the ORM path writes, and hands back saved instances."""
+
+import pytest
+from django.db import connection
+
+from annotate.models import Assignment, Round, Session
+from annotate.services import queue, reserve_statement
+from tests.factories import ModelConfigFactory, UserFactory, make_batch
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement path runs on PostgreSQL only"),
+]
+
+VOLATILE = {"id", "annotator", "work_item", "assignment", "session", "created_at", "started_at", "lease_expires_at", "task"}
+
+
+def stored(instance):
+    """Every concrete field's value as the database has it now."""
+    fresh = type(instance).objects.get(pk=instance.pk)
+    return {f.attname: getattr(fresh, f.attname) for f in fresh._meta.concrete_fields}
+
+
+def in_memory(instance):
+    return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
+
+
+def reserved(annotator, batch):
+    assignment = queue.assignment_next(annotator=annotator, batch=batch)
+    return assignment, assignment.session, assignment.session.rounds.get()
+
+
+def comparable(instance):
+    return {k: v for k, v in stored(instance).items() if k.removesuffix("_id") not in VOLATILE}
+
+
+def no_dispatch_calls():
+    from annotate.services import sessions
+
+    return [(call.args, call.kwargs) for call in sessions.round_generation_queue.call_args_list]
+
+
+def test_returned_instances_are_the_stored_rows(no_dispatch, django_assert_num_queries):
+    batch = make_batch(models=[ModelConfigFactory()], tasks=2)
+    assignment = queue.assignment_next(annotator=UserFactory(), batch=batch)
+    with django_assert_num_queries(0):  # the item, its model, the session are attached
+        session, config = assignment.session, assignment.work_item.model_config
+        assert config.queue_name and config.time_limit
+    first_round = Round.objects.get(session=session)
+    for instance in (assignment, assignment.work_item, session):
+        assert in_memory(instance) == stored(instance), type(instance).__name__
+    assert (session.status, first_round.index, first_round.generation_status) == (
+        Session.Status.GENERATING, 0, Round.Generation.QUEUED)
+    assert assignment.work_item.active_count == 1
+    assert no_dispatch_calls() == [((first_round.id, config), {})]
+
+
+def test_it_writes_what_the_orm_path_writes(no_dispatch, monkeypatch):
+    batch = make_batch(models=[ModelConfigFactory()], tasks=2)
+    one_statement = reserved(UserFactory(), batch)
+    monkeypatch.setattr(reserve_statement, "supported", lambda: False)
+    orm = reserved(UserFactory(), batch)
+    for ours, theirs in zip(one_statement, orm, strict=True):
+        assert comparable(ours) == comparable(theirs), type(ours).__name__
+
+
+def test_nothing_is_written_when_no_item_is_free(no_dispatch):
+    batch = make_batch(models=[ModelConfigFactory()], tasks=1)
+    assert queue.assignment_next(annotator=UserFactory(), batch=batch) is not None
+    counts = Assignment.objects.count(), Session.objects.count(), Round.objects.count()
+    assert queue.assignment_next(annotator=UserFactory(), batch=batch) is None  # overlap 1, the item is taken
+    assert (Assignment.objects.count(), Session.objects.count(), Round.objects.count()) == counts
+    assert len(no_dispatch_calls()) == 1
