@@ -18,7 +18,7 @@ from django.db.models import Count, Exists, F, Q, Value
 from django.utils import timezone
 
 from annotate.models import Assignment, Batch, Session, User, WorkItem
-from annotate.services import reserve_statement
+from annotate.services import single_statement
 
 
 def _lease_end():
@@ -254,7 +254,7 @@ def _latest_assignment(annotator: User) -> tuple[_Latest | None, bool]:
 def _reserve(annotator: User, batch: Batch | None, state: _QueueState) -> Assignment | None:
     """Lock the first free item of the first preference tier that has one, take a lease on it and start its
     session (round 0 is queued on commit)."""
-    if reserve_statement.supported():
+    if single_statement.supported():
         return _reserve_in_one_statement(annotator, batch, state)
     from annotate.services.sessions import session_start  # sessions imports queue for completion
 
@@ -287,7 +287,7 @@ def _reserve_in_one_statement(annotator: User, batch: Batch | None, state: _Queu
         # The item is not known yet: the statement fills in its columns (and the ids it makes).
         assignment = Assignment(work_item=WorkItem(), annotator=annotator, lease_expires_at=_lease_end())
         session, first_round = session_new(assignment=assignment)
-        if reserve_statement.reserve(items.filter(tier), assignment, session, first_round):
+        if single_statement.reserve(items.filter(tier), assignment, session, first_round):
             if first_round.pk is not None:  # a conversation to rate has no session
                 round_generation_queue(first_round.id, session.model_config)
             return assignment

@@ -14,6 +14,7 @@ from django.utils import timezone
 from annotate.errors import ApplicationError, Conflict, NotFound
 from annotate.models import Assignment, ModelConfig, Round, Session, User
 from annotate.prompts import feedback_for_model, templates_for
+from annotate.services import single_statement
 from annotate.verification import contains_ground_truth
 
 logger = logging.getLogger(__name__)
@@ -71,7 +72,13 @@ def session_start(*, assignment: Assignment) -> Session:
 def _lock_session(session_id: int, annotator: User | None = None) -> Session:
     """Lock the session row (of=("self",): not the batch and model rows every session shares). With an
     annotator, only their own session: the ownership check costs no query of its own."""
-    sessions = Session.objects.select_for_update(of=("self",)).select_related("task", "batch", "model_config")
+    return _find_session(session_id, annotator, for_update=True)
+
+
+def _find_session(session_id: int, annotator: User | None, *, for_update: bool = False) -> Session:
+    sessions = Session.objects.select_related("task", "batch", "model_config")
+    if for_update:
+        sessions = sessions.select_for_update(of=("self",))
     if annotator is not None:
         sessions = sessions.filter(annotator=annotator)
     session = sessions.filter(pk=session_id).first()
@@ -95,53 +102,95 @@ def round_submit_feedback(
     Idempotent on ``client_request_id``: a retried or double-clicked submit returns the round already made.
     In rounds before the last, feedback that gives the ground truth away needs ``confirm_leak``.
     With ``annotator``, a session of someone else is reported as missing.
+
+    No lock is held while the feedback is checked: the round is saved only if the session is still awaiting
+    feedback, in the same step that moves it on (a conditional update). When it no longer is, the session is read
+    again and the answer is what a lock would have given: the twin request's round, or a conflict.
     """
     feedback = (feedback or "").strip()
     if not client_request_id or len(client_request_id) > 64:
         raise ApplicationError("client_request_id is required (at most 64 characters).", code="bad_request_id")
-    with transaction.atomic():
-        session = _lock_session(session_id, annotator)
-        rounds = list(session.rounds.order_by("index"))  # at most max_rounds + 1
-        existing = next((r for r in rounds if r.client_request_id == client_request_id), None)
-        if existing is not None:
-            return existing, rounds
-        if session.status != Session.Status.AWAITING_FEEDBACK:
-            raise Conflict(f"This session is not waiting for feedback (it is {session.get_status_display().lower()}).")
-        if not feedback:
-            raise ApplicationError("Feedback is empty: tell the model what is wrong.", code="empty_feedback")
-        if len(feedback) > MAX_FEEDBACK_CHARS:
-            raise ApplicationError(f"Feedback is too long ({len(feedback)} characters; at most {MAX_FEEDBACK_CHARS}).")
-        index = rounds[-1].index + 1
-        max_rounds = session.batch.max_rounds
-        if index > max_rounds:
-            raise Conflict(f"All {max_rounds} feedback rounds are used.")
-        task = session.task
-        leak = index < max_rounds and contains_ground_truth(feedback, task.answer_type, task.ground_truth, task.options)
-        if leak and not confirm_leak:
-            raise ApplicationError(
-                "Your feedback seems to give away the correct answer, which must stay hidden until the last round. "
-                "Rephrase it, or confirm to send it anyway.",
-                code="ground_truth_leak",
-            )
-        templates = templates_for(session.batch.prompt_templates)
-        rnd = Round.objects.create(
-            session=session,
-            index=index,
-            feedback_text=feedback,
-            feedback_kind=Round.FeedbackKind.GROUND_TRUTH if index == max_rounds else Round.FeedbackKind.HUMAN,
-            feedback_to_model=feedback_for_model(
-                typed=feedback, round_index=index, max_rounds=max_rounds, ground_truth=task.ground_truth,
-                templates=templates,
-            ),
-            leak_flagged=leak,
-            client_request_id=client_request_id,
-            typing_ms=typing_ms,
-        )
-        session.status = Session.Status.GENERATING
-        session.feedback_draft = ""
-        session.save(update_fields=["status", "feedback_draft"])
-        round_generation_queue(rnd.id, session.model_config)
+    session, rounds = _session_with_rounds(session_id, annotator)
+    if twin := _round_of_request(rounds, client_request_id):
+        return twin, rounds
+    _require_awaiting_feedback(session)
+    rnd = _feedback_round(session, rounds, feedback, client_request_id, confirm_leak, typing_ms)
+    if not _save_claiming_session(session, rnd):
+        # The session moved on since it was read: a double click's twin saved its round first, or the worker or
+        # a lease expiry changed it.
+        session, rounds = _session_with_rounds(session_id, annotator)
+        if twin := _round_of_request(rounds, client_request_id):
+            return twin, rounds
+        _require_awaiting_feedback(session)
+        raise Conflict("This session changed while your feedback was on its way: reload it and send it again.")
+    round_generation_queue(rnd.id, session.model_config)
     return rnd, [*rounds, rnd]
+
+
+def _session_with_rounds(session_id: int, annotator: User | None) -> tuple[Session, list[Round]]:
+    session = _find_session(session_id, annotator)
+    return session, list(session.rounds.order_by("index"))  # at most max_rounds + 1
+
+
+def _round_of_request(rounds: list[Round], client_request_id: str) -> Round | None:
+    return next((r for r in rounds if r.client_request_id == client_request_id), None)
+
+
+def _require_awaiting_feedback(session: Session) -> None:
+    if session.status != Session.Status.AWAITING_FEEDBACK:
+        raise Conflict(f"This session is not waiting for feedback (it is {session.get_status_display().lower()}).")
+
+
+def _feedback_round(session: Session, rounds: list[Round], feedback: str, client_request_id: str,
+                    confirm_leak: bool, typing_ms: int | None) -> Round:
+    """The next round of a session awaiting feedback, checked and unsaved."""
+    if not feedback:
+        raise ApplicationError("Feedback is empty: tell the model what is wrong.", code="empty_feedback")
+    if len(feedback) > MAX_FEEDBACK_CHARS:
+        raise ApplicationError(f"Feedback is too long ({len(feedback)} characters; at most {MAX_FEEDBACK_CHARS}).")
+    index = rounds[-1].index + 1
+    max_rounds = session.batch.max_rounds
+    if index > max_rounds:
+        raise Conflict(f"All {max_rounds} feedback rounds are used.")
+    task = session.task
+    leak = index < max_rounds and contains_ground_truth(feedback, task.answer_type, task.ground_truth, task.options)
+    if leak and not confirm_leak:
+        raise ApplicationError(
+            "Your feedback seems to give away the correct answer, which must stay hidden until the last round. "
+            "Rephrase it, or confirm to send it anyway.",
+            code="ground_truth_leak",
+        )
+    templates = templates_for(session.batch.prompt_templates)
+    return Round(
+        session=session,
+        index=index,
+        feedback_text=feedback,
+        feedback_kind=Round.FeedbackKind.GROUND_TRUTH if index == max_rounds else Round.FeedbackKind.HUMAN,
+        feedback_to_model=feedback_for_model(
+            typed=feedback, round_index=index, max_rounds=max_rounds, ground_truth=task.ground_truth,
+            templates=templates,
+        ),
+        leak_flagged=leak,
+        client_request_id=client_request_id,
+        typing_ms=typing_ms,
+    )
+
+
+def _save_claiming_session(session: Session, rnd: Round) -> bool:
+    """Save the round and move its session from awaiting feedback to generating (clearing the draft), both or
+    neither; False when the session was no longer awaiting feedback."""
+    expect = {"status": Session.Status.AWAITING_FEEDBACK}
+    changes = {"status": Session.Status.GENERATING, "feedback_draft": ""}
+    if single_statement.supported():
+        return single_statement.insert_after_conditional_update(rnd, parent=session, link="session",
+                                                                expect=expect, changes=changes)
+    with transaction.atomic():
+        if not Session.objects.filter(pk=session.pk, **expect).update(**changes):
+            return False
+        rnd.save()
+    for name, value in changes.items():
+        setattr(session, name, value)
+    return True
 
 
 def session_save_draft(*, session_id: int, draft: str, annotator: User | None = None) -> None:

@@ -226,3 +226,43 @@ def test_a_busy_counter_hands_the_count_to_the_retrying_task(annotator, simulate
     monkeypatch.setattr("annotate.services.sessions.session_outcome_changed", queued.append)
     session = complete_in_round_three(annotator, simulated_model)
     assert queued == [session.id]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("same_request", [True, False], ids=["double-click", "two-tabs"])
+def test_concurrent_submits_make_one_round(annotator, simulated_model, no_dispatch, same_request):
+    """Ten submits at once: one round. Twins of one request (a double click, a retry) all get that round; other
+    requests (another tab) are told the session moved on."""
+    import threading
+
+    from django.db import connections
+
+    session = start(annotator, simulated_model)
+    run_pending_round(session)
+    gate, results, lock = threading.Barrier(10), [], threading.Lock()
+
+    def submit(n):
+        try:
+            gate.wait()
+            rnd, _ = round_submit_feedback(session_id=session.id, feedback="Count again.",
+                                           client_request_id="same" if same_request else f"tab-{n}")
+            outcome = rnd.pk
+        except Conflict as error:
+            outcome = str(error)
+        finally:
+            connections.close_all()
+        with lock:
+            results.append(outcome)
+
+    threads = [threading.Thread(target=submit, args=(n,)) for n in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    new_round = session.rounds.get(index=1)
+    assert session.rounds.count() == 2
+    conflicts = [r for r in results if r != new_round.pk]
+    assert len(results) == 10 and results.count(new_round.pk) == (10 if same_request else 1)
+    assert all("not waiting for feedback" in c or "changed while" in c for c in conflicts), conflicts
+    session.refresh_from_db()
+    assert session.status == Session.Status.GENERATING

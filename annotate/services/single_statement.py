@@ -1,12 +1,17 @@
-"""Reserving a work item in one SQL statement on PostgreSQL (the queue's hot path).
+"""Writes of the hot paths done in one SQL statement on PostgreSQL.
 
-The ORM path of `annotate.services.queue` takes ten round trips to reserve a fresh item (BEGIN, the locking
-select, the claim, three inserts, COMMIT...). Under load each round trip waits for a core, so here one statement
-does it all with data-modifying CTEs: lock the first free item (``FOR UPDATE SKIP LOCKED``), count it active,
-insert the assignment, the session and its round 0. A single statement is atomic on its own: no BEGIN or COMMIT.
+Under load each database round trip of a request waits for a core, so the next-item and submit paths do their
+writes in one statement each, with data-modifying CTEs, instead of the ORM's BEGIN, several statements and COMMIT:
+a single statement is atomic on its own.
 
-The inserted values come from unsaved model instances (defaults and ``auto_now_add`` applied as ``save()`` would),
+- `reserve`: lock the first free work item (``FOR UPDATE SKIP LOCKED``), count it active, insert the assignment,
+  the session and its round 0 (the ORM path took ten round trips; this one, with the reads before it, four).
+- `insert_after_conditional_update`: claim a row with a conditional UPDATE and insert its child only if the claim
+  matched (a submit: the session stops awaiting feedback as its new round is inserted).
+
+Inserted values come from unsaved model instances (defaults and ``auto_now_add`` applied as ``save()`` would),
 so a new field with a default needs no change here; only the ids the statement itself makes are column references.
+Elsewhere (the demo's SQLite) the callers run their ORM path.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ _CONFIG_FIELDS = ("id", "backend", "queue", "soft_time_limit", "time_limit")
 
 
 def supported() -> bool:
-    """Writable CTEs with SKIP LOCKED: PostgreSQL. Elsewhere (the demo's SQLite) the ORM path runs."""
+    """Writable CTEs with SKIP LOCKED: PostgreSQL."""
     return connection.vendor == "postgresql"
 
 
@@ -102,3 +107,29 @@ def _mark_saved(instance: Model, pk: int, **values) -> None:
     instance.pk = pk
     instance._state.adding = False
     instance._state.db = connection.alias
+
+
+def insert_after_conditional_update(row: Model, *, parent: Model, link: str, expect: dict, changes: dict) -> bool:
+    """Update ``parent``'s row with ``changes`` only where its fields still hold the ``expect`` values, and insert
+    ``row`` (its ``link`` foreign key pointing at the parent) only if that update matched. True when both were
+    done (``row`` is then saved, and ``parent`` has the changes); False when the parent no longer matched."""
+    quote, meta = connection.ops.quote_name, type(parent)._meta
+
+    def assignments(values: dict, joiner: str) -> tuple[str, list]:
+        fields = [meta.get_field(name) for name in values]
+        sql = joiner.join(f"{quote(f.column)} = %s" for f in fields)
+        return sql, [f.get_db_prep_save(values[f.name], connection) for f in fields]
+
+    set_sql, set_params = assignments(changes, ", ")
+    where_sql, where_params = assignments({"id": parent.pk, **expect}, " AND ")
+    claim = f"UPDATE {quote(meta.db_table)} SET {set_sql} WHERE {where_sql} RETURNING {quote('id')}"
+    insert, insert_params = _insert_select(row, {row._meta.get_field(link).column: "claimed.id"}, "claimed")
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH claimed AS ({claim}) {insert}", [*set_params, *where_params, *insert_params])
+        inserted = cursor.fetchone()
+    if inserted is None:
+        return False
+    for name, value in changes.items():
+        setattr(parent, name, value)
+    _mark_saved(row, inserted[0], **{link: parent})
+    return True

@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 
 from annotate.models import Assignment, Round, Session
-from annotate.services import queue, reserve_statement
+from annotate.services import queue, single_statement
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = [
@@ -58,7 +58,7 @@ def test_returned_instances_are_the_stored_rows(no_dispatch, django_assert_num_q
 def test_it_writes_what_the_orm_path_writes(no_dispatch, monkeypatch):
     batch = make_batch(models=[ModelConfigFactory()], tasks=2)
     one_statement = reserved(UserFactory(), batch)
-    monkeypatch.setattr(reserve_statement, "supported", lambda: False)
+    monkeypatch.setattr(single_statement, "supported", lambda: False)
     orm = reserved(UserFactory(), batch)
     for ours, theirs in zip(one_statement, orm, strict=True):
         assert comparable(ours) == comparable(theirs), type(ours).__name__
@@ -71,3 +71,35 @@ def test_nothing_is_written_when_no_item_is_free(no_dispatch):
     assert queue.assignment_next(annotator=UserFactory(), batch=batch) is None  # overlap 1, the item is taken
     assert (Assignment.objects.count(), Session.objects.count(), Round.objects.count()) == counts
     assert len(no_dispatch_calls()) == 1
+
+
+def awaiting_feedback():
+    batch = make_batch(models=[ModelConfigFactory()], tasks=1)
+    session = queue.assignment_next(annotator=UserFactory(), batch=batch).session
+    Session.objects.filter(pk=session.pk).update(status=Session.Status.AWAITING_FEEDBACK, feedback_draft="typing")
+    session.refresh_from_db()
+    return session
+
+
+def claim(session, rnd):
+    return single_statement.insert_after_conditional_update(
+        rnd, parent=session, link="session", expect={"status": Session.Status.AWAITING_FEEDBACK},
+        changes={"status": Session.Status.GENERATING, "feedback_draft": ""})
+
+
+def test_the_child_is_inserted_when_the_parent_still_matches(no_dispatch):
+    session = awaiting_feedback()
+    rnd = Round(session=session, index=1, feedback_text="Look again.", client_request_id="r1", typing_ms=900)
+    assert claim(session, rnd) is True
+    assert in_memory(rnd) == stored(rnd) and rnd.session is session
+    assert in_memory(session) == stored(session)
+    assert (session.status, session.feedback_draft) == (Session.Status.GENERATING, "")
+
+
+def test_nothing_is_written_when_the_parent_moved_on(no_dispatch):
+    session = awaiting_feedback()
+    Session.objects.filter(pk=session.pk).update(status=Session.Status.COMPLETED)
+    rnd = Round(session=session, index=1, feedback_text="Look again.", client_request_id="r1")
+    assert claim(session, rnd) is False
+    assert rnd.pk is None and session.rounds.count() == 1
+    assert stored(session)["feedback_draft"] == "typing"
