@@ -283,10 +283,11 @@ def _reserve_in_one_statement(annotator: User, batch: Batch | None, state: _Queu
     from annotate.services.sessions import round_generation_queue, session_new
 
     items = _open_items(annotator, batch, state)
+    # The item is not known yet: the statement fills in its columns (and the ids it makes). A tier that finds no
+    # free item leaves the instances as they are, for the next tier.
+    assignment = Assignment(work_item=WorkItem(), annotator=annotator, lease_expires_at=_lease_end())
+    session, first_round = session_new(assignment=assignment)
     for tier in _preference_tiers(annotator, batch, state):
-        # The item is not known yet: the statement fills in its columns (and the ids it makes).
-        assignment = Assignment(work_item=WorkItem(), annotator=annotator, lease_expires_at=_lease_end())
-        session, first_round = session_new(assignment=assignment)
         if single_statement.reserve(items.filter(tier), assignment, session, first_round):
             if first_round.pk is not None:  # a conversation to rate has no session
                 round_generation_queue(first_round.id, session.model_config)

@@ -69,13 +69,10 @@ def session_start(*, assignment: Assignment) -> Session:
     return session
 
 
-def _lock_session(session_id: int, annotator: User | None = None) -> Session:
-    """Lock the session row (of=("self",): not the batch and model rows every session shares). With an
-    annotator, only their own session: the ownership check costs no query of its own."""
-    return _find_session(session_id, annotator, for_update=True)
-
-
 def _find_session(session_id: int, annotator: User | None, *, for_update: bool = False) -> Session:
+    """The session with its task, batch and model; ``for_update`` locks its row (of=("self",): not the batch and
+    model rows every session shares). With an annotator, only their own session: the ownership check costs no
+    query of its own."""
     sessions = Session.objects.select_related("task", "batch", "model_config")
     if for_update:
         sessions = sessions.select_for_update(of=("self",))
@@ -207,7 +204,7 @@ def session_save_draft(*, session_id: int, draft: str, annotator: User | None = 
 def round_retry(*, session_id: int, annotator: User | None = None) -> Round:
     """Queue a failed round again (the Retry button)."""
     with transaction.atomic():
-        session = _lock_session(session_id, annotator)
+        session = _find_session(session_id, annotator, for_update=True)
         rnd = session.rounds.order_by("-index").first()
         if session.status != Session.Status.FAILED or rnd is None or rnd.generation_status != Round.Generation.FAILED:
             raise Conflict("Only a failed model answer can be retried.")
@@ -224,7 +221,7 @@ def round_retry(*, session_id: int, annotator: User | None = None) -> Round:
 def round_record_verdict(*, session_id: int, correct: bool, annotator: User | None = None) -> Round:
     """The annotator's judgement for a ``manual`` task (the model's answer is right or wrong)."""
     with transaction.atomic():
-        session = _lock_session(session_id, annotator)
+        session = _find_session(session_id, annotator, for_update=True)
         if session.status != Session.Status.AWAITING_VERDICT:
             raise Conflict("This session is not waiting for your verdict.")
         rnd = session.rounds.order_by("-index").first()

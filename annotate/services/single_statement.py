@@ -16,8 +16,10 @@ Elsewhere (the demo's SQLite) the callers run their ORM path.
 
 from __future__ import annotations
 
+import functools
+
 from django.db import connection
-from django.db.models import Model, QuerySet
+from django.db.models import Field, Model, QuerySet
 
 from annotate.models import Assignment, ModelConfig, Round, Session, WorkItem
 
@@ -31,23 +33,29 @@ def supported() -> bool:
     return connection.vendor == "postgresql"
 
 
+@functools.cache
+def _insert_columns(model: type[Model]) -> tuple[str, list[tuple[Field, str, str]]]:
+    """A model's quoted table and, for each column an insert writes, (field, quoted column, cast type): the same
+    for every statement, so worked out once per process."""
+    quote = connection.ops.quote_name
+    fields = [f for f in model._meta.concrete_fields if f is not model._meta.auto_field]
+    return quote(model._meta.db_table), [(f, quote(f.column), f.cast_db_type(connection)) for f in fields]
+
+
 def _insert_select(instance: Model, refs: dict[str, str], source: str) -> tuple[str, list]:
     """``INSERT INTO <table> (<columns>) SELECT <values> FROM <source> RETURNING id`` for ``instance``'s fields;
     the columns named in ``refs`` take that SQL expression over ``source`` instead of the instance's value. Each
     value is cast to its column's type (an untyped literal in a SELECT would be read as text)."""
-    quote = connection.ops.quote_name
-    columns, values, params = [], [], []
-    for field in instance._meta.concrete_fields:
-        if field is instance._meta.auto_field:
-            continue
-        columns.append(quote(field.column))
+    table, columns = _insert_columns(type(instance))
+    values, params = [], []
+    for field, _, cast in columns:
         if field.column in refs:
             values.append(refs[field.column])
         else:
-            values.append(f"%s::{field.cast_db_type(connection)}")
+            values.append(f"%s::{cast}")
             params.append(field.get_db_prep_save(field.pre_save(instance, True), connection))
-    sql = (f"INSERT INTO {quote(instance._meta.db_table)} ({', '.join(columns)}) "
-           f"SELECT {', '.join(values)} FROM {source} RETURNING {quote('id')}")
+    sql = (f"INSERT INTO {table} ({', '.join(column for _, column, _ in columns)}) "
+           f"SELECT {', '.join(values)} FROM {source} RETURNING {connection.ops.quote_name('id')}")
     return sql, params
 
 

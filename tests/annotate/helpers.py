@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+
+from django.db import connections
 
 from annotate.models import Assignment, Round, Session
 from annotate.services import generation
@@ -37,3 +40,28 @@ def run_isolated(coroutine_function):
     thread for the whole session, and asyncio.run / async_to_sync refuse to run beside it."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coroutine_function()).result()
+
+
+def all_at_once(work, args: list, timeout: float = 120) -> list:
+    """Call ``work(arg)`` for each of ``args`` in a thread of its own, all released together (a real race on the
+    database). Returns each call's result, or the exception it raised, in order; each thread closes its database
+    connection."""
+    results: list = [None] * len(args)
+    gate = threading.Barrier(len(args))
+
+    def run(index: int) -> None:
+        try:
+            gate.wait()
+            results[index] = work(args[index])
+        except BaseException as error:  # handed to the test thread in place of the result
+            results[index] = error
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(args))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    assert not any(thread.is_alive() for thread in threads)
+    return results

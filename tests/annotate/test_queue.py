@@ -1,12 +1,11 @@
 """The next-item queue: overlap K, breadth-first order, no repeats, leases, skips, pinning, concurrency."""
 
-import threading
 import time
 from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 
 from annotate.models import Assignment, Session, WorkItem
@@ -15,7 +14,7 @@ from annotate.services.queue import (
     assignment_skip,
     assignments_expire,
 )
-from tests.annotate.helpers import finish
+from tests.annotate.helpers import all_at_once, finish
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 
@@ -125,27 +124,17 @@ def test_twenty_concurrent_annotators_get_disjoint_reservations_and_exact_overla
     overlap = 3
     batch = make_batch(models=models, tasks=10, overlap=overlap)
     annotators = [UserFactory() for _ in range(20)]
-    errors, served = [], []
-    lock = threading.Lock()
-    start = threading.Barrier(len(annotators))
 
     def walk(annotator):
-        try:
-            start.wait()
-            while (assignment := assignment_next(annotator=annotator, batch=batch)) is not None:
-                with lock:
-                    served.append((annotator.id, assignment.work_item_id))
-                finish(assignment)
-        except Exception as error:  # collected, so a failure names itself
-            errors.append(repr(error))
-        finally:
-            connections.close_all()
+        served = []
+        while (assignment := assignment_next(annotator=annotator, batch=batch)) is not None:
+            served.append((annotator.id, assignment.work_item_id))
+            finish(assignment)
+        return served
 
-    threads = [threading.Thread(target=walk, args=(a,)) for a in annotators]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    outcomes = all_at_once(walk, annotators)
+    errors = [repr(o) for o in outcomes if isinstance(o, BaseException)]  # so a failure names itself
+    served = [pair for o in outcomes if not isinstance(o, BaseException) for pair in o]
     assert errors == []
     assert len(served) == len(set(served)), "an annotator was served the same pair twice"
     per_item = Counter(item for _, item in served)

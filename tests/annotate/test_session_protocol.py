@@ -8,7 +8,7 @@ from annotate.selectors.sessions import session_snapshot
 from annotate.services import generation
 from annotate.services.queue import assignment_next
 from annotate.services.sessions import round_record_verdict, round_retry, round_submit_feedback
-from tests.annotate.helpers import run_pending_round, send_feedback
+from tests.annotate.helpers import all_at_once, run_pending_round, send_feedback
 from tests.factories import ModelConfigFactory, attach_image, make_batch
 
 pytestmark = pytest.mark.django_db
@@ -233,32 +233,18 @@ def test_a_busy_counter_hands_the_count_to_the_retrying_task(annotator, simulate
 def test_concurrent_submits_make_one_round(annotator, simulated_model, no_dispatch, same_request):
     """Ten submits at once: one round. Twins of one request (a double click, a retry) all get that round; other
     requests (another tab) are told the session moved on."""
-    import threading
-
-    from django.db import connections
-
     session = start(annotator, simulated_model)
     run_pending_round(session)
-    gate, results, lock = threading.Barrier(10), [], threading.Lock()
 
     def submit(n):
         try:
-            gate.wait()
             rnd, _ = round_submit_feedback(session_id=session.id, feedback="Count again.",
                                            client_request_id="same" if same_request else f"tab-{n}")
-            outcome = rnd.pk
+            return rnd.pk
         except Conflict as error:
-            outcome = str(error)
-        finally:
-            connections.close_all()
-        with lock:
-            results.append(outcome)
+            return str(error)
 
-    threads = [threading.Thread(target=submit, args=(n,)) for n in range(10)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    results = all_at_once(submit, list(range(10)), timeout=60)
     new_round = session.rounds.get(index=1)
     assert session.rounds.count() == 2
     conflicts = [r for r in results if r != new_round.pk]
