@@ -21,7 +21,7 @@ What it does:
      queued), wait for the model's answer on the session's WebSocket (as the page does; ``--wait poll`` polls
      GET /api/sessions/<id>/ instead), POST /api/sessions/<id>/feedback/ (the submit), wait until the session
      completes (round 1 is the last: the model is told the answer); repeat.
-  4. Phase 2, 200 annotators at once (asyncio + httpx + websockets), the same loop with human pauses: typing the
+  4. Phase 2, 200 annotators at once (asyncio + aiohttp), the same loop with human pauses: typing the
      feedback takes ``--think`` seconds on average (0.5x-1.5x), with the page's draft autosaves every 1.5-3 s, and
      reading the outcome as long again; starts spread over ``--ramp`` s.
   Each phase is bounded in time (``--seconds``). It prints p50/p95/p99/max of next-item and submit (and of the
@@ -349,28 +349,62 @@ class Stats:
         self.errors[kind] = self.errors.get(kind, 0) + 1
 
 
-def server_ms(response) -> float:
-    """The app's own time for a response, from its ``Server-Timing: app;dur=<ms>`` header."""
-    header = response.headers.get("server-timing", "")
-    return float(header.partition("dur=")[2] or "nan")
+@dataclass
+class Reply:
+    status: int
+    body: bytes
+    server_timing: str
+    ms: float  # as the client saw it: from sending the request to having read the whole body
+
+    def json(self):
+        import json
+
+        return json.loads(self.body)
+
+    @property
+    def server_ms(self) -> float:
+        """The app's own time, from its ``Server-Timing: app;dur=<ms>`` header."""
+        return float(self.server_timing.partition("dur=")[2] or "nan")
 
 
-async def timed(stats: Stats, call):
-    start = time.perf_counter()
-    response = await call
-    stats.requests += 1
-    return response, (time.perf_counter() - start) * 1000
+class Browser:
+    """One annotator's HTTP client: its own keep-alive connection, as each browser has.
+
+    aiohttp (C-accelerated parsing) rather than httpx: the client shares this machine's two cores with the server,
+    and httpx cost it about twice the CPU per request (its async stack probes for trio with a failing import on
+    every request), which showed as event-loop lag in every latency measured.
+    """
+
+    def __init__(self, base: str, stats: Stats, token: str):
+        import aiohttp
+
+        self.base, self.stats, self.headers = base, stats, {"Authorization": f"Token {token}"}
+        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=2),
+                                             timeout=aiohttp.ClientTimeout(total=15))
+
+    async def call(self, method: str, path: str, payload: dict | None = None) -> Reply:
+        start = time.perf_counter()
+        async with self.session.request(method, self.base + path, json=payload, headers=self.headers) as response:
+            body = await response.read()
+        self.stats.requests += 1
+        return Reply(response.status, body, response.headers.get("server-timing", ""),
+                     (time.perf_counter() - start) * 1000)
+
+    def socket(self, url: str, origin: str, cookie: str):
+        return self.session.ws_connect(url, origin=origin, compress=0, autoping=True,
+                                       headers={"Cookie": f"sessionid={cookie}"})
+
+    async def close(self) -> None:
+        await self.session.close()
 
 
 class SocketWaiter:
     """Waits like the session page: reads the session's WebSocket until a snapshot shows the wanted status, and
     asks for a fresh snapshot only after ``QUIET_SECONDS`` without any event (the page's guard against a lost one)."""
 
-    def __init__(self, url: str, origin: str, cookie: str, stats: Stats):
-        from websockets.asyncio.client import connect
-
-        self.stats = stats
-        self.connect = connect(url, origin=origin, compression=None, additional_headers={"Cookie": f"sessionid={cookie}"})
+    def __init__(self, browser: Browser, url: str, origin: str, cookie: str):
+        self.stats = browser.stats
+        self.connect = browser.socket(url, origin, cookie)
 
     async def __aenter__(self):
         start = time.perf_counter()
@@ -381,15 +415,25 @@ class SocketWaiter:
     async def __aexit__(self, *exc):
         return await self.connect.__aexit__(*exc)
 
+    async def receive(self, timeout: float) -> dict:
+        import json
+
+        import aiohttp
+
+        message = await self.ws.receive(timeout=timeout)
+        if message.type != aiohttp.WSMsgType.TEXT:
+            raise ConnectionResetError(f"WebSocket closed ({message.type.name}, {message.data})")
+        return json.loads(message.data)
+
     async def wait(self, statuses: set[str], timeout: float = 30) -> str:
         import json
 
         give_up = time.monotonic() + timeout
         while time.monotonic() < give_up:
             try:
-                event = json.loads(await asyncio.wait_for(self.ws.recv(), timeout=QUIET_SECONDS))
+                event = await self.receive(QUIET_SECONDS)
             except TimeoutError:
-                await self.ws.send(json.dumps({"type": "snapshot"}))
+                await self.ws.send_str(json.dumps({"type": "snapshot"}))
                 continue
             if event.get("type") == "snapshot":
                 status = event["session"]["status"]
@@ -403,10 +447,10 @@ class SocketWaiter:
 
         self.draft_id = getattr(self, "draft_id", 0) + 1
         start = time.perf_counter()
-        await self.ws.send(json.dumps({"type": "draft", "draft": draft, "id": self.draft_id}))
+        await self.ws.send_str(json.dumps({"type": "draft", "draft": draft, "id": self.draft_id}))
         while True:
             try:
-                event = json.loads(await asyncio.wait_for(self.ws.recv(), timeout=30))
+                event = await self.receive(30)
             except TimeoutError:
                 return "draft unacknowledged"
             if event.get("type") == "draft_saved" and event.get("id") == self.draft_id:
@@ -419,8 +463,8 @@ class SocketWaiter:
 class PollWaiter:
     """Waits like the page's fallback: GET /api/sessions/<id>/ every ``interval`` seconds."""
 
-    def __init__(self, client, url: str, headers: dict, stats: Stats, interval: float):
-        self.client, self.url, self.headers, self.stats, self.interval = client, url, headers, stats, interval
+    def __init__(self, browser: Browser, url: str, interval: float):
+        self.browser, self.url, self.stats, self.interval = browser, url, browser.stats, interval
 
     async def __aenter__(self):
         return self
@@ -431,10 +475,10 @@ class PollWaiter:
     async def wait(self, statuses: set[str], timeout: float = 30) -> str:
         give_up = time.monotonic() + timeout
         while time.monotonic() < give_up:
-            response, ms = await timed(self.stats, self.client.get(self.url, headers=self.headers))
-            if response.status_code != 200:
-                return f"GET {response.status_code}"
-            self.stats.session_get.append(ms)
+            response = await self.browser.call("GET", self.url)
+            if response.status != 200:
+                return f"GET {response.status}"
+            self.stats.session_get.append(response.ms)
             status = response.json()["status"]
             if status in statuses or status == "failed":
                 return status
@@ -443,22 +487,18 @@ class PollWaiter:
 
     async def save_draft(self, draft: str) -> str | None:
         """The page's autosave over HTTP (when its socket is down)."""
-        response, ms = await timed(self.stats, self.client.post(self.url + "draft/", json={"draft": draft},
-                                                                headers=self.headers))
-        if response.status_code != 204:
-            return f"draft {response.status_code}"
-        self.stats.draft.append(ms)
+        response = await self.browser.call("POST", self.url + "draft/", {"draft": draft})
+        if response.status != 204:
+            return f"draft {response.status}"
+        self.stats.draft.append(response.ms)
         return None
 
 
-async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], batch: str, ws_base: str,
-                         deadline: float, think: float, max_cycles: int, start_delay: float, wait: str,
-                         poll: float) -> None:
-    import httpx
-    from websockets.exceptions import WebSocketException
+async def annotator_loop(browser: Browser, cookie: str, batch: str, ws_base: str, deadline: float, think: float,
+                         max_cycles: int, start_delay: float, wait: str, poll: float) -> None:
+    import aiohttp
 
-    token, cookie = credentials
-    headers = {"Authorization": f"Token {token}"}
+    stats = browser.stats
     origin = "http://" + ws_base.split("://", 1)[1]
 
     async def pause():
@@ -481,22 +521,22 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
     first_item = True
     while time.monotonic() < deadline and stats.cycles < max_cycles:
         try:
-            response, ms = await timed(stats, client.post("/api/next/", json={"batch": batch}, headers=headers))
-            if response.status_code == 204:
+            response = await browser.call("POST", "/api/next/", {"batch": batch})
+            if response.status == 204:
                 return
-            if response.status_code != 200:
-                stats.error(f"next {response.status_code}")
+            if response.status != 200:
+                stats.error(f"next {response.status}")
                 await asyncio.sleep(1)
                 continue
-            stats.next.append(ms)
-            stats.next_server.append(server_ms(response))
-            (stats.next_first if first_item else stats.next_later).append(ms)
+            stats.next.append(response.ms)
+            stats.next_server.append(response.server_ms)
+            (stats.next_first if first_item else stats.next_later).append(response.ms)
             first_item = False
             session_id = response.json()["session_id"]
             if wait == "ws":
-                waiter = SocketWaiter(f"{ws_base}/ws/sessions/{session_id}/", origin, cookie, stats)
+                waiter = SocketWaiter(browser, f"{ws_base}/ws/sessions/{session_id}/", origin, cookie)
             else:
-                waiter = PollWaiter(client, f"/api/sessions/{session_id}/", headers, stats, poll)
+                waiter = PollWaiter(browser, f"/api/sessions/{session_id}/", poll)
             async with waiter:
                 status = await waiter.wait({"awaiting_feedback"})  # the model answers round 0
                 if status != "awaiting_feedback":
@@ -505,43 +545,39 @@ async def annotator_loop(client, stats: Stats, credentials: tuple[str, str], bat
                 await type_feedback(waiter)  # reading the answer, typing feedback (autosaved)
                 payload = {"feedback": "Count again: you missed the ones at the back.",
                            "client_request_id": uuid.uuid4().hex, "typing_ms": 4200}
-                response, ms = await timed(stats, client.post(f"/api/sessions/{session_id}/feedback/",
-                                                              json=payload, headers=headers))
-                if response.status_code != 201:
-                    stats.error(f"submit {response.status_code}")
+                response = await browser.call("POST", f"/api/sessions/{session_id}/feedback/", payload)
+                if response.status != 201:
+                    stats.error(f"submit {response.status}")
                     continue
-                stats.submit.append(ms)
-                stats.submit_server.append(server_ms(response))
+                stats.submit.append(response.ms)
+                stats.submit_server.append(response.server_ms)
                 status = await waiter.wait({"completed"})  # the model re-answers with the ground truth
                 if status != "completed":
                     stats.error(f"round 1 {status}")
                     continue
             stats.cycles += 1
             await pause()  # reading the outcome before the next item
-        except (httpx.HTTPError, WebSocketException, OSError) as error:
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
             stats.error(type(error).__name__)
             await asyncio.sleep(1)
 
 
 async def run_phase(base: str, ws_base: str, batch: str, credentials: list[tuple[str, str]], *, seconds: float,
                     think: float, ramp: float, max_cycles: int, wait: str, poll: float) -> tuple[Stats, float]:
-    import httpx
-
     stats = Stats()
-    # One client (one keep-alive connection) per annotator, as each browser has its own: a single shared httpx
-    # pool of 200 connections costs the client more than the server and its waits would count as latency.
-    limits = httpx.Limits(max_connections=2, max_keepalive_connections=2)
-    clients = [httpx.AsyncClient(base_url=base, limits=limits, timeout=httpx.Timeout(15.0)) for _ in credentials]
+    # One client (one keep-alive connection) per annotator, as each browser has its own: a single shared pool of
+    # 200 connections costs the client more than the server and its waits would count as latency.
+    browsers = [Browser(base, stats, token) for token, _ in credentials]
     try:
         start = time.monotonic()
         deadline = start + seconds
         delays = [ramp * i / len(credentials) for i in range(len(credentials))]
-        await asyncio.gather(*(annotator_loop(client, stats, c, batch, ws_base, deadline, think, max_cycles, d,
+        await asyncio.gather(*(annotator_loop(browser, cookie, batch, ws_base, deadline, think, max_cycles, d,
                                               wait, poll)
-                               for client, c, d in zip(clients, credentials, delays, strict=True)))
+                               for browser, (_, cookie), d in zip(browsers, credentials, delays, strict=True)))
         elapsed = time.monotonic() - start
     finally:
-        await asyncio.gather(*(client.aclose() for client in clients))
+        await asyncio.gather(*(browser.close() for browser in browsers))
     return stats, elapsed
 
 
