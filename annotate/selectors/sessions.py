@@ -6,6 +6,22 @@ from django.db.models import Prefetch
 
 from annotate.errors import NotFound
 from annotate.models import Round, Session, TaskImage, User
+from annotate.prepared import PreparedQuery
+
+# The reads behind every snapshot (a page, its WebSocket, each submit): compiled once per process.
+_SESSION_WITH_TASK = PreparedQuery(
+    lambda session_id: Session.objects.select_related("task", "model_config", "batch").filter(pk=session_id), int
+)
+_OWN_SESSION_WITH_TASK = PreparedQuery(
+    lambda session_id, annotator_id: Session.objects.select_related("task", "model_config", "batch").filter(
+        pk=session_id, annotator_id=annotator_id
+    ),
+    int, int,
+)
+_ROUNDS_IN_ORDER = PreparedQuery(lambda session_id: Round.objects.filter(session_id=session_id).order_by("index"), int)
+_IMAGE_HASHES = PreparedQuery(
+    lambda task_id: TaskImage.objects.filter(task_id=task_id).order_by("position").values_list("blob__sha256"), int
+)
 
 
 def sessions_with_rounds():
@@ -24,9 +40,16 @@ def user_can_read_session(user: User, session: Session) -> bool:
     return user.is_researcher_role and session.batch.members.filter(pk=user.pk).exists()
 
 
-def session_with_task(session_id: int) -> Session | None:
-    """A session with what `session_snapshot` needs besides rounds and images, in one query."""
-    return Session.objects.select_related("task", "model_config", "batch").filter(pk=session_id).first()
+def session_with_task(session_id: int, annotator_id: int | None = None) -> Session | None:
+    """A session with what `session_snapshot` needs besides rounds and images, in one query. With
+    ``annotator_id``, only that annotator's session."""
+    if annotator_id is None:
+        return _SESSION_WITH_TASK.first(session_id)
+    return _OWN_SESSION_WITH_TASK.first(session_id, annotator_id)
+
+
+def rounds_in_order(session_id: int) -> list[Round]:
+    return _ROUNDS_IN_ORDER.all(session_id)
 
 
 def access_session(user: User, session_id: int) -> Session:
@@ -39,8 +62,7 @@ def access_session(user: User, session_id: int) -> Session:
 
 
 def task_image_urls(task_id: int) -> list[str]:
-    return [f"/media-task/{sha}" for sha in TaskImage.objects.filter(task_id=task_id).order_by("position")
-            .values_list("blob__sha256", flat=True)]
+    return [f"/media-task/{sha}" for (sha,) in _IMAGE_HASHES.all(task_id)]
 
 
 def ground_truth_revealed(session: Session, rounds: list[Round] | None = None) -> bool:
@@ -80,7 +102,7 @@ def session_snapshot(session: Session, rounds: list[Round] | None = None) -> dic
 
     Two queries (rounds, images) on a session loaded with its task, batch and model (`access_session`); one
     when the caller has the session's rounds in order already."""
-    rounds = list(session.rounds.order_by("index")) if rounds is None else rounds
+    rounds = rounds_in_order(session.pk) if rounds is None else rounds
     task = session.task
     revealed = ground_truth_revealed(session, rounds)
     snapshot = {

@@ -18,6 +18,7 @@ from django.db.models import Count, Exists, F, Q, Value
 from django.utils import timezone
 
 from annotate.models import Assignment, Batch, Session, User, WorkItem
+from annotate.prepared import PreparedQuery
 from annotate.services import single_statement
 
 
@@ -235,17 +236,21 @@ def _expire_now_and_then() -> bool:
     return True
 
 
+_LATEST_ASSIGNMENT = PreparedQuery(
+    lambda annotator_id: Assignment.objects.filter(annotator_id=annotator_id)
+    .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator_id)))
+    .order_by("-created_at")
+    .values_list("id", "status", "lease_expires_at", "work_item__batch_id", "work_item__task_id", "has_pinned")[:1],
+    int,
+)
+
+
 def _latest_assignment(annotator: User) -> tuple[_Latest | None, bool]:
     """The annotator's latest assignment and whether some item is pinned to them, in one query: it is both the
     assignment to resume and the task not to serve twice in a row. Plain values, not model instances with their
-    item and session: building that query cost more CPU than anything else on the next-item path."""
-    row = (
-        Assignment.objects.filter(annotator=annotator)
-        .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)))
-        .order_by("-created_at")
-        .values_list("id", "status", "lease_expires_at", "work_item__batch_id", "work_item__task_id", "has_pinned")
-        .first()
-    )
+    item and session, and compiled once per process: building that query cost more CPU than anything else on the
+    next-item path."""
+    row = _LATEST_ASSIGNMENT.first(annotator.pk)
     if row is None:  # a newcomer
         return None, WorkItem.objects.filter(pinned_to=annotator).exists()
     return _Latest(*row[:5]), row[5]

@@ -13,7 +13,9 @@ from django.utils import timezone
 
 from annotate.errors import ApplicationError, Conflict, NotFound
 from annotate.models import Assignment, ModelConfig, Round, Session, User
+from annotate.prepared import PreparedUpdate
 from annotate.prompts import feedback_for_model, templates_for
+from annotate.selectors.sessions import rounds_in_order, session_with_task
 from annotate.services import single_statement
 from annotate.verification import contains_ground_truth
 
@@ -73,12 +75,13 @@ def _find_session(session_id: int, annotator: User | None, *, for_update: bool =
     """The session with its task, batch and model; ``for_update`` locks its row (of=("self",): not the batch and
     model rows every session shares). With an annotator, only their own session: the ownership check costs no
     query of its own."""
-    sessions = Session.objects.select_related("task", "batch", "model_config")
     if for_update:
-        sessions = sessions.select_for_update(of=("self",))
-    if annotator is not None:
-        sessions = sessions.filter(annotator=annotator)
-    session = sessions.filter(pk=session_id).first()
+        sessions = Session.objects.select_related("task", "batch", "model_config").select_for_update(of=("self",))
+        if annotator is not None:
+            sessions = sessions.filter(annotator=annotator)
+        session = sessions.filter(pk=session_id).first()
+    else:
+        session = session_with_task(session_id, annotator.pk if annotator is not None else None)
     if session is None:
         raise NotFound(f"Session {session_id} does not exist or is not yours.")
     return session
@@ -126,7 +129,7 @@ def round_submit_feedback(
 
 def _session_with_rounds(session_id: int, annotator: User | None) -> tuple[Session, list[Round]]:
     session = _find_session(session_id, annotator)
-    return session, list(session.rounds.order_by("index"))  # at most max_rounds + 1
+    return session, rounds_in_order(session.pk)  # at most max_rounds + 1
 
 
 def _round_of_request(rounds: list[Round], client_request_id: str) -> Round | None:
@@ -190,14 +193,36 @@ def _save_claiming_session(session: Session, rnd: Round) -> bool:
     return True
 
 
+# A page autosaves its draft every few seconds of typing: the most frequent write there is.
+_SAVE_DRAFT = PreparedUpdate(
+    lambda draft, session_id: (
+        Session.objects.filter(pk=session_id).exclude(status=Session.Status.COMPLETED), {"feedback_draft": draft}
+    ),
+    str, int,
+)
+_SAVE_OWN_DRAFT = PreparedUpdate(
+    lambda draft, session_id, annotator_id: (
+        Session.objects.filter(pk=session_id, annotator_id=annotator_id).exclude(status=Session.Status.COMPLETED),
+        {"feedback_draft": draft},
+    ),
+    str, int, int,
+)
+
+
 def session_save_draft(*, session_id: int, draft: str, annotator: User | None = None) -> None:
     """Autosave of the feedback box, so a reload or another device finds the typed text. One UPDATE (the
     ownership check included); a second query only to tell a missing session from a finished one."""
+    draft = (draft or "")[:MAX_FEEDBACK_CHARS]
+    if annotator is None:
+        saved = _SAVE_DRAFT.run(draft, session_id)
+    else:
+        saved = _SAVE_OWN_DRAFT.run(draft, session_id, annotator.pk)
+    if saved:
+        return
     sessions = Session.objects.filter(pk=session_id)
     if annotator is not None:
         sessions = sessions.filter(annotator=annotator)
-    saved = sessions.exclude(status=Session.Status.COMPLETED).update(feedback_draft=(draft or "")[:MAX_FEEDBACK_CHARS])
-    if not saved and not sessions.exists():
+    if not sessions.exists():
         raise NotFound(f"Session {session_id} does not exist or is not yours.")
 
 
