@@ -1,0 +1,120 @@
+"""Prepared queries return what the ORM returns, with each call's own arguments, and refuse what they cannot do."""
+
+import pytest
+from django.db.models import Exists, OuterRef
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotate.models import Round, Session, Task, WorkItem
+from annotate.prepared import PreparedQuery, PreparedUpdate
+from annotate.services import queue
+from tests.factories import ModelConfigFactory, UserFactory, make_batch
+
+pytestmark = pytest.mark.django_db
+
+
+def fields(instance):
+    return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
+
+
+@pytest.fixture
+def two_sessions(no_dispatch):
+    batch = make_batch(models=[ModelConfigFactory()], tasks=2, options=["A", "B"])
+    first, second = UserFactory(), UserFactory()
+    return [queue.assignment_next(annotator=user, batch=batch).session for user in (first, second)]
+
+
+def test_instances_and_their_related_rows_are_the_orms(two_sessions, django_assert_num_queries):
+    prepared = PreparedQuery(lambda pk: Session.objects.select_related("task", "batch").filter(pk=pk), int)
+    for session in two_sessions:  # the second call runs the SQL of the first with its own argument
+        expected = Session.objects.select_related("task", "batch").get(pk=session.pk)
+        with django_assert_num_queries(1):
+            got = prepared.first(session.pk)
+            assert fields(got) == fields(expected)
+            assert fields(got.task) == fields(expected.task)  # JSON options converted as the ORM does
+            assert got.task.options == ["A", "B"]
+            assert fields(got.batch) == fields(expected.batch)
+        assert got._state.adding is False and got._state.db == "default"
+    assert prepared.first(10**9) is None
+
+
+def test_values_list_rows_keep_order_and_conversions(two_sessions):
+    session = two_sessions[0]
+
+    def build(annotator_id):
+        return (Session.objects.filter(annotator_id=annotator_id)
+                .annotate(has_rounds=Exists(Round.objects.filter(session=OuterRef("pk"))))
+                .order_by("-id").values_list("id", "started_at", "task__external_id", "has_rounds"))
+
+    prepared = PreparedQuery(build, int)
+    assert prepared.all(session.annotator_id) == list(build(session.annotator_id))
+    assert prepared.all(session.annotator_id)[0][3] is True
+
+
+def test_an_argument_used_twice_takes_the_value_of_the_call(two_sessions):
+    annotator_id = two_sessions[0].annotator_id
+    prepared = PreparedQuery(
+        lambda user_id: Session.objects.filter(annotator_id=user_id)
+        .annotate(mine=Exists(Session.objects.filter(annotator_id=user_id))).values_list("id", "mine"),
+        int,
+    )
+    assert prepared.all(annotator_id) == [(two_sessions[0].id, True)]
+    assert prepared.all(two_sessions[1].annotator_id) == [(two_sessions[1].id, True)]
+
+
+def test_the_queryset_is_built_once():
+    built = []
+
+    def build(name):
+        built.append(name)
+        return Task.objects.filter(external_id=name).values_list("id")
+
+    prepared = PreparedQuery(build, str)
+    prepared.all("a")
+    prepared.all("b")
+    assert len(built) == 1
+
+
+def test_update_counts_the_rows_it_changed(two_sessions):
+    first, second = two_sessions
+    save = PreparedUpdate(
+        lambda draft, pk: (Session.objects.filter(pk=pk).exclude(status=Session.Status.COMPLETED),
+                           {"feedback_draft": draft}),
+        str, int,
+    )
+    assert save.run("typed so far", first.pk) == 1
+    assert save.run("other text", second.pk) == 1
+    assert Session.objects.get(pk=first.pk).feedback_draft == "typed so far"
+    assert Session.objects.get(pk=second.pk).feedback_draft == "other text"
+    Session.objects.filter(pk=first.pk).update(status=Session.Status.COMPLETED)
+    assert save.run("too late", first.pk) == 0
+
+
+@pytest.mark.parametrize("build, kinds, message", [
+    (lambda name: Task.objects.filter(external_id__contains=name), (str,), "not a plain query parameter"),
+    (lambda pk: Session.objects.prefetch_related("rounds").filter(pk=pk), (int,), "cannot prefetch"),
+    (lambda pk: WorkItem.objects.filter(pk=pk).values_list("id", flat=True), (int,), "values_list rows"),
+    (lambda pk: WorkItem.objects.filter(pk=pk).values("id"), (int,), "values_list rows"),
+    (lambda pk: WorkItem.objects.filter(pk=pk).annotate(n=Exists(Round.objects.all())).values_list("n", "id"),
+     (int,), "plain fields first"),
+])
+def test_what_cannot_be_prepared_is_refused_on_first_use(build, kinds, message):
+    with pytest.raises(TypeError, match=message):
+        PreparedQuery(build, *kinds).all("x" if kinds == (str,) else 1)
+
+
+def test_token_authentication_answers_as_drf_does():
+    user = UserFactory()
+    token = Token.objects.create(user=user)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    response = api.post("/api/next/", {}, format="json")
+    assert response.status_code == 204  # authenticated: nothing to annotate yet
+    api.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    response = api.post("/api/next/", {}, format="json")
+    assert (response.status_code, response.json()["detail"]) == (403, "Invalid token.")  # 403: session auth comes first
+    user.is_active = False
+    user.save()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    response = api.post("/api/next/", {}, format="json")
+    assert (response.status_code, response.json()["detail"]) == (403, "User inactive or deleted.")
