@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.models import Batch
+from annotate.selectors.batches import batch_by_name
 from annotate.selectors.conversations import assignment_page_url
 from annotate.selectors.sessions import access_session, session_for_annotator, session_snapshot
 from annotate.services import queue as queue_services
@@ -109,7 +109,7 @@ class NextItemApi(APIView):
         data.is_valid(raise_exception=True)
         batch = None
         if data.validated_data.get("batch"):
-            batch = Batch.objects.filter(name=data.validated_data["batch"]).first()
+            batch = batch_by_name(data.validated_data["batch"])
             if batch is None:
                 return Response({"detail": f"No batch named {data.validated_data['batch']!r}."}, status=404)
         assignment = queue_services.assignment_next(annotator=request.user, batch=batch)

@@ -24,10 +24,12 @@ from django.db.models import QuerySet
 from django.db.models.query import ModelIterable, ValuesListIterable, get_related_populators
 from django.db.models.sql import UpdateQuery
 
-# Stand-ins per argument kind: values no real call passes, found again among the compiled parameters.
-_STAND_INS: dict[type, Callable[[int], Any]] = {
-    int: lambda position: -1_000_000_001 - position,  # within a 32-bit column's range, never an id
-    str: lambda position: f"<prepared argument {position}>",
+# Stand-ins per argument kind, found again among the compiled parameters. Two sets: a constant of the query that
+# happens to equal a stand-in of one set cannot equal its twin in the other. Integers stay within a small
+# positive column's range (the ORM turns out-of-range comparisons into always-true or always-false SQL).
+_STAND_INS: dict[type, Callable[[int, int], Any]] = {
+    int: lambda position, set_: 20_011 + 100 * set_ + position,
+    str: lambda position, set_: f"<prepared argument {position} of set {set_}>",
 }
 
 
@@ -62,14 +64,20 @@ class _Prepared:
         return compiled
 
     def _compile(self, alias: str) -> _Compiled:
-        stand_ins = tuple(_STAND_INS[kind](position) for position, kind in enumerate(self.kinds))
+        compiled = [self._compile_with(alias, set_) for set_ in (0, 1)]
+        (sql, params, slots, compiler), (twin_sql, _, twin_slots, _) = compiled
+        for position, found in enumerate(slots):
+            if not found or found != twin_slots[position] or sql != twin_sql:
+                # The ORM folded the value into the SQL text or transformed it: it cannot be replaced.
+                raise TypeError(f"argument {position} of {self.build.__qualname__} is not a plain query parameter")
+        return _Compiled(sql, tuple(params), slots, compiler, self._converters(compiler))
+
+    def _compile_with(self, alias: str, set_: int):
+        stand_ins = [_STAND_INS[kind](position, set_) for position, kind in enumerate(self.kinds)]
         compiler = self._compiler(self.build(*stand_ins), alias)
         sql, params = compiler.as_sql()
         slots = tuple(tuple(i for i, value in enumerate(params) if value == stand_in) for stand_in in stand_ins)
-        for position, found in enumerate(slots):
-            if not found:  # the ORM folded the value into the SQL text or transformed it: it cannot be replaced
-                raise TypeError(f"argument {position} of {self.build.__qualname__} is not a plain query parameter")
-        return _Compiled(sql, tuple(params), slots, compiler, self._converters(compiler))
+        return sql, params, slots, compiler
 
     def _compiler(self, built, alias: str):
         raise NotImplementedError
@@ -112,6 +120,11 @@ class PreparedQuery(_Prepared):
         if self.values_list:
             return [tuple(row) for row in rows]
         return _instances(compiled.compiler, rows, using)
+
+    def sql(self, *args, using: str = DEFAULT_DB_ALIAS) -> tuple[str, list]:
+        """The SQL and parameters for these arguments, to run inside a larger statement."""
+        compiled = self.compiled(using)
+        return compiled.sql, compiled.bind(args)
 
     def first(self, *args, using: str = DEFAULT_DB_ALIAS):
         rows = self.all(*args, using=using)

@@ -6,6 +6,7 @@ page's heartbeat; expired leases go back to the pool.
 
 from __future__ import annotations
 
+import functools
 import operator
 import time
 from dataclasses import dataclass
@@ -118,37 +119,66 @@ def _queue_state(latest: _Latest | None, has_pinned: bool) -> _QueueState:
 def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None = None):
     state = state or _queue_state(*_latest_assignment(annotator))
     if batch is not None:
-        # The batch is at hand: its settings go into the query as values (no join; the index range skips the
-        # items that already have K completed sessions).
-        if batch.status != Batch.Status.READY or batch.kind not in QUEUED_KINDS:
+        if not _batch_open_to(annotator, batch):
             return WorkItem.objects.none()
-        if annotator.crowd_batch_id and annotator.crowd_batch_id != batch.pk:  # invited to another batch
+        return _batch_items(batch.pk, batch.overlap, annotator.pk, _task_to_avoid(batch, state))
+    items = WorkItem.objects.filter(
+        batch__status=Batch.Status.READY,
+        batch__kind__in=QUEUED_KINDS,
+        completed_count__lt=F("batch__overlap") - F("active_count"),
+    )
+    if annotator.crowd_batch_id:  # invited participants work only on the batch they joined
+        limit = Batch.objects.filter(pk=annotator.crowd_batch_id).values_list("items_per_participant", flat=True)
+        if _participant_quota_reached(annotator, limit.first()):
             return WorkItem.objects.none()
-        if annotator.crowd_batch_id and _participant_quota_reached(annotator, batch.items_per_participant):
-            return WorkItem.objects.none()
-        items = WorkItem.objects.filter(batch_id=batch.pk, completed_count__lt=batch.overlap).filter(
-            completed_count__lt=Value(batch.overlap) - F("active_count")
-        )
-        back_to_back = None if batch.allow_same_task_back_to_back else Q()  # Q(): always excluded
-    else:
-        items = WorkItem.objects.filter(
-            batch__status=Batch.Status.READY,
-            batch__kind__in=QUEUED_KINDS,
-            completed_count__lt=F("batch__overlap") - F("active_count"),
-        )
-        if annotator.crowd_batch_id:  # invited participants work only on the batch they joined
-            limit = Batch.objects.filter(pk=annotator.crowd_batch_id).values_list("items_per_participant", flat=True)
-            if _participant_quota_reached(annotator, limit.first()):
-                return WorkItem.objects.none()
-            items = items.filter(batch_id=annotator.crowd_batch_id)
-        back_to_back = Q(batch__allow_same_task_back_to_back=False)
-    items = items.filter(Q(pinned_to__isnull=True) | Q(pinned_to=annotator))
-    done = Assignment.objects.filter(annotator=annotator).values("work_item_id")
-    items = items.exclude(pk__in=done)
-    if state.last_task_id is not None and back_to_back is not None:  # not the same task twice in a row
-        items = items.exclude(Q(task_id=state.last_task_id) & back_to_back)
-    # Pinned items first, then breadth-first: the pairs closest to K completed sessions.
+        items = items.filter(batch_id=annotator.crowd_batch_id)
+    avoid = None
+    if state.last_task_id is not None:  # not the same task twice in a row, where its batch says so
+        avoid = Q(task_id=state.last_task_id) & Q(batch__allow_same_task_back_to_back=False)
+    return _not_yet_taken_by(items, annotator.pk, avoid)
+
+
+def _batch_open_to(annotator: User, batch: Batch) -> bool:
+    if batch.status != Batch.Status.READY or batch.kind not in QUEUED_KINDS:
+        return False
+    if annotator.crowd_batch_id and annotator.crowd_batch_id != batch.pk:  # invited to another batch
+        return False
+    return not (annotator.crowd_batch_id and _participant_quota_reached(annotator, batch.items_per_participant))
+
+
+def _task_to_avoid(batch: Batch, state: _QueueState) -> int | None:
+    """The task not to serve next (the latest one), unless the batch allows the same task back to back."""
+    return None if batch.allow_same_task_back_to_back else state.last_task_id
+
+
+def _batch_items(batch_id: int, overlap: int, annotator_id: int, avoid_task_id: int | None):
+    """A batch's open items for an annotator. The batch is at hand: its settings go into the query as values
+    (no join; the index range skips the items that already have K completed sessions)."""
+    items = WorkItem.objects.filter(batch_id=batch_id, completed_count__lt=overlap).filter(
+        completed_count__lt=Value(overlap) - F("active_count")
+    )
+    return _not_yet_taken_by(items, annotator_id, None if avoid_task_id is None else Q(task_id=avoid_task_id))
+
+
+def _not_yet_taken_by(items, annotator_id: int, avoid: Q | None):
+    """``items`` not pinned to someone else and never assigned to the annotator, without ``avoid``, in serving
+    order: pinned items first, then breadth-first (the pairs closest to K completed sessions)."""
+    items = items.filter(Q(pinned_to__isnull=True) | Q(pinned_to=annotator_id))
+    items = items.exclude(pk__in=Assignment.objects.filter(annotator_id=annotator_id).values("work_item_id"))
+    if avoid is not None:
+        items = items.exclude(avoid)
     return items.order_by(F("pinned_to").asc(nulls_last=True), "-completed_count", "id")
+
+
+@functools.cache
+def _first_free_in_batch(avoiding_a_task: bool, pinned: bool) -> PreparedQuery:
+    """The usual next-item query (a batch without gold items, one tier), compiled once per shape: arguments
+    (batch id, overlap, annotator id[, task to avoid])."""
+    def build(batch_id, overlap, annotator_id, avoid_task_id=None):
+        tier = Q(pinned_to=annotator_id) if pinned else Q(pinned_to__isnull=True)
+        return _batch_items(batch_id, overlap, annotator_id, avoid_task_id).filter(tier).values_list("id")[:1]
+
+    return PreparedQuery(build, *[int] * (4 if avoiding_a_task else 3))
 
 
 def _participant_quota_reached(annotator: User, limit: int | None) -> bool:
@@ -283,17 +313,34 @@ def _reserve(annotator: User, batch: Batch | None, state: _QueueState) -> Assign
     return assignment
 
 
+def _candidate_selects(annotator: User, batch: Batch | None, state: _QueueState):
+    """The SQL (and parameters) of the first free item of each preference tier in turn. A batch without gold
+    items (the usual case) takes its compiled query; anything else is built by the ORM."""
+    if batch is not None and batch.gold_rate == 0:
+        if not _batch_open_to(annotator, batch):
+            return
+        avoid = _task_to_avoid(batch, state)
+        args = (batch.pk, batch.overlap, annotator.pk, *([] if avoid is None else [avoid]))
+        for pinned in [True, False] if state.has_pinned else [False]:
+            yield _first_free_in_batch(avoid is not None, pinned).sql(*args)
+        return
+    items = _open_items(annotator, batch, state)
+    if items.query.is_empty():
+        return
+    for tier in _preference_tiers(annotator, batch, state):
+        yield items.filter(tier).values_list("id")[:1].query.sql_with_params()
+
+
 def _reserve_in_one_statement(annotator: User, batch: Batch | None, state: _QueueState) -> Assignment | None:
     """As the ORM path of `_reserve`, in one statement per preference tier tried (PostgreSQL)."""
     from annotate.services.sessions import round_generation_queue, session_new
 
-    items = _open_items(annotator, batch, state)
     # The item is not known yet: the statement fills in its columns (and the ids it makes). A tier that finds no
     # free item leaves the instances as they are, for the next tier.
     assignment = Assignment(work_item=WorkItem(), annotator=annotator, lease_expires_at=_lease_end())
     session, first_round = session_new(assignment=assignment)
-    for tier in _preference_tiers(annotator, batch, state):
-        if single_statement.reserve(items.filter(tier), assignment, session, first_round):
+    for select in _candidate_selects(annotator, batch, state):
+        if single_statement.reserve(select, assignment, session, first_round):
             if first_round.pk is not None:  # a conversation to rate has no session
                 round_generation_queue(first_round.id, session.model_config)
             return assignment

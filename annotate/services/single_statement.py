@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 
 from django.db import connection
-from django.db.models import Field, Model, QuerySet
+from django.db.models import Field, Model
 
 from annotate.models import Assignment, ModelConfig, Round, Session, WorkItem
 
@@ -59,16 +59,14 @@ def _insert_select(instance: Model, refs: dict[str, str], source: str) -> tuple[
     return sql, params
 
 
-def reserve(candidates: QuerySet, assignment: Assignment, session: Session, first_round: Round) -> bool:
-    """Lock the first item of ``candidates`` (an ordered WorkItem queryset) that no one else has locked, count it
-    active and insert ``assignment`` for it, with ``session`` and ``first_round`` when it is a (task, model) item.
-    On success the instances are saved (ids set, the item and its model attached) and True is returned; False
-    when no item was free."""
-    if candidates.query.is_empty():
-        return False
+def reserve(candidate: tuple[str, list], assignment: Assignment, session: Session, first_round: Round) -> bool:
+    """Lock the item ``candidate`` selects (SQL and parameters of a one-row WorkItem id select) unless someone
+    else has locked it, count it active and insert ``assignment`` for it, with ``session`` and ``first_round``
+    when it is a (task, model) item. On success the instances are saved (ids set, the item and its model
+    attached) and True is returned; False when no item was free."""
     quote = connection.ops.quote_name
     item_table = quote(WorkItem._meta.db_table)
-    select, select_params = candidates.values("id")[:1].query.sql_with_params()
+    select, select_params = candidate
     item_columns = [f.column for f in WorkItem._meta.concrete_fields]
     assignment_sql, assignment_params = _insert_select(
         assignment, {"work_item_id": "taken.id"}, "taken")
