@@ -85,12 +85,6 @@ class _Prepared:
     def _converters(self, compiler) -> dict:
         return {}
 
-    def _execute(self, args: tuple, alias: str):
-        compiled = self.compiled(alias)
-        cursor = connections[alias].cursor()
-        cursor.execute(compiled.sql, compiled.bind(args))
-        return compiled, cursor
-
 
 class PreparedQuery(_Prepared):
     """A read: ``build(*args)`` returns a queryset of model instances or of ``values_list`` rows."""
@@ -111,8 +105,9 @@ class PreparedQuery(_Prepared):
         return compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]])
 
     def all(self, *args, using: str = DEFAULT_DB_ALIAS) -> list:
-        compiled, cursor = self._execute(args, using)
-        with cursor:
+        compiled = self.compiled(using)
+        with connections[using].cursor() as cursor:
+            cursor.execute(compiled.sql, compiled.bind(args))
             rows = cursor.fetchall()
         if compiled.converters:  # what the ORM converts (JSON, dates, booleans on SQLite), with this thread's connection
             connection = connections[using]
@@ -142,8 +137,9 @@ class PreparedUpdate(_Prepared):
         return query.get_compiler(using=alias)
 
     def run(self, *args, using: str = DEFAULT_DB_ALIAS) -> int:
-        _, cursor = self._execute(args, using)
-        with cursor:
+        compiled = self.compiled(using)
+        with connections[using].cursor() as cursor:
+            cursor.execute(compiled.sql, compiled.bind(args))
             return cursor.rowcount
 
 

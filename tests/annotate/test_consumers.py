@@ -50,6 +50,34 @@ def test_snapshot_then_chunks(redis_layer, annotator, simulated_model, no_dispat
     async_to_sync(scenario)()
 
 
+def test_relayed_events_cost_no_database_hop(redis_layer, annotator, simulated_model, no_dispatch, monkeypatch):
+    """Chunks and snapshots from the worker go straight to the page (no thread hop to close connections)."""
+    from asgiref.sync import async_to_sync
+    from channels import consumer
+    from channels.db import database_sync_to_async
+
+    batch = make_batch(models=[simulated_model])
+    session = assignment_next(annotator=annotator, batch=batch).session
+    hops = []
+
+    async def counted():
+        hops.append(1)
+
+    monkeypatch.setattr(consumer, "aclose_old_connections", counted)
+
+    async def scenario():
+        comm = communicator(annotator, session.id)
+        assert (await comm.connect())[0]
+        await comm.receive_json_from(timeout=5)
+        for seq in (1, 2, 3):
+            await database_sync_to_async(realtime.publish_chunk)(session.id, 0, seq, "x")
+            assert (await reply_of_type(comm, "chunk"))["seq"] == seq
+        await comm.disconnect()
+
+    async_to_sync(scenario)()
+    assert hops == []
+
+
 def test_other_annotators_are_refused(redis_layer, annotator, outsider, simulated_model, no_dispatch):
     from asgiref.sync import async_to_sync
 
