@@ -22,7 +22,12 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
-from django.core.handlers.asgi import ASGIHandler
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.http import FileResponse
+from django.http.response import HttpResponseBase
+from django.urls import set_script_prefix
 
 
 class RequestThreads:
@@ -63,5 +68,34 @@ class OneThreadASGIHandler(ASGIHandler):
     def load_middleware(self, is_async=False):
         super().load_middleware(is_async=False)
 
-    async def get_response_async(self, request):
-        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
+    async def handle(self, scope, receive, send):
+        """Django's ``handle`` with the request's sync work in one hop to its thread: ``request_started``, the
+        request object, the middleware chain and view, and (for a response that is not streamed) ``close()``,
+        which sends ``request_finished`` and gives the database connection back before the response goes out.
+        Django makes three hops of it, plus two tasks to watch for a disconnect that cannot stop a sync view."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        try:
+            response = await sync_to_async(self._respond, thread_sensitive=True)(scope, body_file)
+            try:
+                await self.send_response(response, send)
+            finally:
+                if response.streaming:  # closed once streamed (a file response holds its file open until then)
+                    await sync_to_async(response.close, thread_sensitive=True)()
+        finally:
+            body_file.close()
+
+    def _respond(self, scope, body_file) -> HttpResponseBase:
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, response = self.create_request(scope, body_file)
+        if request is not None:
+            response = self.get_response(request)
+            response._handler_class = self.__class__
+            if isinstance(response, FileResponse):
+                response.block_size = self.chunk_size  # as Django's run_get_response: the server chunks
+        if not response.streaming:
+            response.close()
+        return response

@@ -13,7 +13,8 @@ from annotate.asgi_handler import RequestThreads
 from tests.annotate.helpers import run_isolated
 
 
-def _get(path: str) -> tuple[dict, dict]:
+def _exchange(path: str, app=application) -> list[dict]:
+    """The ASGI messages a GET of ``path`` sends back."""
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
              "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
              "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 80)}
@@ -28,8 +29,13 @@ def _get(path: str) -> tuple[dict, dict]:
     async def send(message):
         sent.append(message)
 
-    run_isolated(lambda: application(scope, receive, send))
-    return sent[0], {name.lower(): value for name, value in sent[0]["headers"]}
+    run_isolated(lambda: app(scope, receive, send))
+    return sent
+
+
+def _get(path: str) -> tuple[dict, dict]:
+    start = _exchange(path)[0]
+    return start, {name.lower(): value for name, value in start["headers"]}
 
 
 def test_the_middleware_chain_is_synchronous_and_entered_once():
@@ -84,3 +90,34 @@ def test_request_threads_are_reused_last_in_first_out_up_to_the_idle_limit():
     threads.release(second)  # over the limit: shut down, not kept
     assert threads.acquire() is first
     assert second._shutdown
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_streamed_response_is_closed_once_sent(monkeypatch):
+    # A plain response is closed in the request's one hop, before it goes out; a streamed one (a file) only once
+    # all of it is sent, as Django does.
+    import io
+
+    from django.core.signals import request_finished
+    from django.http import FileResponse
+
+    events = []
+
+    class File(io.BytesIO):
+        def close(self):
+            events.append("file closed")
+            super().close()
+
+    def streamed(request):
+        return FileResponse(File(b"x" * 100_000), content_type="application/octet-stream")
+
+    monkeypatch.setattr(django_asgi_app, "get_response", streamed)
+    finished = lambda **kwargs: events.append("request_finished")  # noqa: E731
+    request_finished.connect(finished)
+    try:
+        start, *body = _exchange("/anything", app=django_asgi_app)
+    finally:
+        request_finished.disconnect(finished)
+    assert start["status"] == 200
+    assert b"".join(message.get("body", b"") for message in body) == b"x" * 100_000
+    assert events == ["file closed", "request_finished"]
