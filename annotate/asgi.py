@@ -17,7 +17,6 @@ from annotate.asgi_handler import OneThreadASGIHandler  # noqa: E402
 
 django_asgi_app = OneThreadASGIHandler()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import get_resolver, path  # noqa: E402
@@ -26,13 +25,14 @@ from annotate.celery import app as celery_app  # noqa: E402
 from annotate.consumers import SessionConsumer  # noqa: E402
 from annotate.heap import freeze_startup_heap  # noqa: E402
 from annotate.server_timing import ServerTimingMiddleware  # noqa: E402
+from annotate.ws_auth import SessionCookieAuthMiddleware  # noqa: E402
 
 websocket_urlpatterns = [path("ws/sessions/<int:session_id>/", SessionConsumer.as_asgi())]
 
 application = ProtocolTypeRouter(
     {
         "http": ServerTimingMiddleware(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(SessionCookieAuthMiddleware(URLRouter(websocket_urlpatterns))),
     }
 )
 
