@@ -93,6 +93,7 @@ def test_request_threads_are_reused_last_in_first_out_up_to_the_idle_limit():
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume")  # Django's, for any file under ASGI
 def test_a_streamed_response_is_closed_once_sent(monkeypatch):
     # A plain response is closed in the request's one hop, before it goes out; a streamed one (a file) only once
     # all of it is sent, as Django does.
