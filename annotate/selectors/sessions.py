@@ -8,15 +8,16 @@ from annotate.errors import NotFound
 from annotate.models import Round, Session, TaskImage, User
 from annotate.prepared import PreparedQuery
 
+
+def sessions_with_task():
+    """Sessions with what `session_snapshot` and the session services need besides rounds and images."""
+    return Session.objects.select_related("task", "model_config", "batch")
+
+
 # The reads behind every snapshot (a page, its WebSocket, each submit): compiled once per process.
-_SESSION_WITH_TASK = PreparedQuery(
-    lambda session_id: Session.objects.select_related("task", "model_config", "batch").filter(pk=session_id), int
-)
+_SESSION_WITH_TASK = PreparedQuery(lambda session_id: sessions_with_task().filter(pk=session_id), int)
 _OWN_SESSION_WITH_TASK = PreparedQuery(
-    lambda session_id, annotator_id: Session.objects.select_related("task", "model_config", "batch").filter(
-        pk=session_id, annotator_id=annotator_id
-    ),
-    int, int,
+    lambda session_id, annotator_id: sessions_with_task().filter(pk=session_id, annotator_id=annotator_id), int, int
 )
 _ROUNDS_IN_ORDER = PreparedQuery(lambda session_id: Round.objects.filter(session_id=session_id).order_by("index"), int)
 _IMAGE_HASHES = PreparedQuery(
@@ -26,7 +27,7 @@ _IMAGE_HASHES = PreparedQuery(
 
 def sessions_with_rounds():
     """Sessions with task, model, annotator, ordered rounds and images loaded (no N+1 in pages or exports)."""
-    return Session.objects.select_related("task", "model_config", "batch", "annotator").prefetch_related(
+    return sessions_with_task().select_related("annotator").prefetch_related(
         Prefetch("rounds", queryset=Round.objects.order_by("index")),
         Prefetch("task__task_images", queryset=TaskImage.objects.select_related("blob").order_by("position")),
     )

@@ -18,7 +18,7 @@ from django.utils import timezone
 from annotate import realtime
 from annotate.models import Round, Session
 from annotate.prompts import RoundTurn, conversation, round0_text, templates_for
-from annotate.selectors.sessions import session_snapshot, session_with_task
+from annotate.selectors.sessions import session_snapshot, session_with_task, sessions_with_task
 from annotate.services.sessions import _advance_after_verdict, session_outcome_count
 from annotate.verification import verify
 from models_runtime import (
@@ -173,9 +173,7 @@ def round_finish(*, round_id: int, claim_token: str, result, seq: int) -> None:
     the commit: five queries fewer per round on the worker."""
     with transaction.atomic():
         session = (
-            Session.objects.select_for_update(of=("self",))
-            .select_related("task", "batch", "model_config")
-            .get(rounds__pk=round_id)
+            sessions_with_task().select_for_update(of=("self",)).get(rounds__pk=round_id)
         )
         task = session.task
         checked = verify(task.answer_type, result.text, task.ground_truth, task.options)

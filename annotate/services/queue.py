@@ -175,7 +175,7 @@ def _first_free_in_batch(avoiding_a_task: bool, pinned: bool) -> PreparedQuery:
     """The usual next-item query (a batch without gold items, one tier), compiled once per shape: arguments
     (batch id, overlap, annotator id[, task to avoid])."""
     def build(batch_id, overlap, annotator_id, avoid_task_id=None):
-        tier = Q(pinned_to=annotator_id) if pinned else Q(pinned_to__isnull=True)
+        tier = _pinned_tier(annotator_id, pinned)
         return _batch_items(batch_id, overlap, annotator_id, avoid_task_id).filter(tier).values_list("id")[:1]
 
     return PreparedQuery(build, *[int] * (4 if avoiding_a_task else 3))
@@ -193,12 +193,17 @@ def _participant_quota_reached(annotator: User, limit: int | None) -> bool:
     return taken.count() >= limit
 
 
+def _pinned_tier(annotator_id: int, pinned: bool) -> Q:
+    """The items pinned to the annotator, or the items pinned to no one."""
+    return Q(pinned_to=annotator_id) if pinned else Q(pinned_to__isnull=True)
+
+
 def _preference_tiers(annotator: User, batch: Batch | None, state: _QueueState) -> list[Q]:
     """The filters `assignment_next` tries in turn: the items pinned to the annotator (if any), then (in batches
     with a gold rate) gold items when one is due and ordinary ones otherwise, then the rest. One query per tier
     tried, each an ordered walk of the ``work_item_queue`` index that stops at the first free row (no sort)."""
-    pinned = [Q(pinned_to=annotator)] if state.has_pinned else []
-    unpinned = Q(pinned_to__isnull=True)
+    pinned = [_pinned_tier(annotator.pk, True)] if state.has_pinned else []
+    unpinned = _pinned_tier(annotator.pk, False)
     gold = gold_preference(annotator, batch=batch)
     if gold is None:
         return [*pinned, unpinned]

@@ -15,7 +15,7 @@ from annotate.errors import ApplicationError, Conflict, NotFound
 from annotate.models import Assignment, ModelConfig, Round, Session, User
 from annotate.prepared import PreparedUpdate
 from annotate.prompts import feedback_for_model, templates_for
-from annotate.selectors.sessions import rounds_in_order, session_with_task
+from annotate.selectors.sessions import rounds_in_order, session_with_task, sessions_with_task
 from annotate.services import single_statement
 from annotate.verification import contains_ground_truth
 
@@ -76,7 +76,7 @@ def _find_session(session_id: int, annotator: User | None, *, for_update: bool =
     model rows every session shares). With an annotator, only their own session: the ownership check costs no
     query of its own."""
     if for_update:
-        sessions = Session.objects.select_related("task", "batch", "model_config").select_for_update(of=("self",))
+        sessions = sessions_with_task().select_for_update(of=("self",))
         if annotator is not None:
             sessions = sessions.filter(annotator=annotator)
         session = sessions.filter(pk=session_id).first()
@@ -194,12 +194,6 @@ def _save_claiming_session(session: Session, rnd: Round) -> bool:
 
 
 # A page autosaves its draft every few seconds of typing: the most frequent write there is.
-_SAVE_DRAFT = PreparedUpdate(
-    lambda draft, session_id: (
-        Session.objects.filter(pk=session_id).exclude(status=Session.Status.COMPLETED), {"feedback_draft": draft}
-    ),
-    str, int,
-)
 _SAVE_OWN_DRAFT = PreparedUpdate(
     lambda draft, session_id, annotator_id: (
         Session.objects.filter(pk=session_id, annotator_id=annotator_id).exclude(status=Session.Status.COMPLETED),
@@ -209,20 +203,12 @@ _SAVE_OWN_DRAFT = PreparedUpdate(
 )
 
 
-def session_save_draft(*, session_id: int, draft: str, annotator: User | None = None) -> None:
-    """Autosave of the feedback box, so a reload or another device finds the typed text. One UPDATE (the
-    ownership check included); a second query only to tell a missing session from a finished one."""
-    draft = (draft or "")[:MAX_FEEDBACK_CHARS]
-    if annotator is None:
-        saved = _SAVE_DRAFT.run(draft, session_id)
-    else:
-        saved = _SAVE_OWN_DRAFT.run(draft, session_id, annotator.pk)
-    if saved:
+def session_save_draft(*, session_id: int, draft: str, annotator: User) -> None:
+    """Autosave of the annotator's feedback box, so a reload or another device finds the typed text. One UPDATE
+    (the ownership check included); a second query only to tell a missing session from a finished one."""
+    if _SAVE_OWN_DRAFT.run((draft or "")[:MAX_FEEDBACK_CHARS], session_id, annotator.pk):
         return
-    sessions = Session.objects.filter(pk=session_id)
-    if annotator is not None:
-        sessions = sessions.filter(annotator=annotator)
-    if not sessions.exists():
+    if not Session.objects.filter(pk=session_id, annotator=annotator).exists():
         raise NotFound(f"Session {session_id} does not exist or is not yours.")
 
 

@@ -35,6 +35,11 @@ def finish(assignment: Assignment) -> None:
     assignment_complete(assignment_id=assignment.id)
 
 
+def field_values(instance) -> dict:
+    """Every concrete field's value of a model instance, by attribute name."""
+    return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
+
+
 def run_isolated(coroutine_function):
     """Run a coroutine in a thread of its own: the Playwright tests keep an event loop running in the main
     thread for the whole session, and asyncio.run / async_to_sync refuse to run beside it."""

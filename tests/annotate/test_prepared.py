@@ -8,13 +8,10 @@ from rest_framework.test import APIClient
 from annotate.models import Round, Session, Task, WorkItem
 from annotate.prepared import PreparedQuery, PreparedUpdate
 from annotate.services import queue
+from tests.annotate.helpers import field_values
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = pytest.mark.django_db
-
-
-def fields(instance):
-    return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
 
 
 @pytest.fixture
@@ -30,10 +27,10 @@ def test_instances_and_their_related_rows_are_the_orms(two_sessions, django_asse
         expected = Session.objects.select_related("task", "batch").get(pk=session.pk)
         with django_assert_num_queries(1):
             got = prepared.first(session.pk)
-            assert fields(got) == fields(expected)
-            assert fields(got.task) == fields(expected.task)  # JSON options converted as the ORM does
+            assert field_values(got) == field_values(expected)
+            assert field_values(got.task) == field_values(expected.task)  # JSON options converted as the ORM does
             assert got.task.options == ["A", "B"]
-            assert fields(got.batch) == fields(expected.batch)
+            assert field_values(got.batch) == field_values(expected.batch)
         assert got._state.adding is False and got._state.db == "default"
     assert prepared.first(10**9) is None
 

@@ -5,6 +5,7 @@ from django.db import connection
 
 from annotate.models import Assignment, Round, Session
 from annotate.services import queue, single_statement
+from tests.annotate.helpers import field_values
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = [
@@ -17,12 +18,7 @@ VOLATILE = {"id", "annotator", "work_item", "assignment", "session", "created_at
 
 def stored(instance):
     """Every concrete field's value as the database has it now."""
-    fresh = type(instance).objects.get(pk=instance.pk)
-    return {f.attname: getattr(fresh, f.attname) for f in fresh._meta.concrete_fields}
-
-
-def in_memory(instance):
-    return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
+    return field_values(type(instance).objects.get(pk=instance.pk))
 
 
 def reserved(annotator, batch):
@@ -48,7 +44,7 @@ def test_returned_instances_are_the_stored_rows(no_dispatch, django_assert_num_q
         assert config.queue_name and config.time_limit
     first_round = Round.objects.get(session=session)
     for instance in (assignment, assignment.work_item, session):
-        assert in_memory(instance) == stored(instance), type(instance).__name__
+        assert field_values(instance) == stored(instance), type(instance).__name__
     assert (session.status, first_round.index, first_round.generation_status) == (
         Session.Status.GENERATING, 0, Round.Generation.QUEUED)
     assert assignment.work_item.active_count == 1
@@ -91,8 +87,8 @@ def test_the_child_is_inserted_when_the_parent_still_matches(no_dispatch):
     session = awaiting_feedback()
     rnd = Round(session=session, index=1, feedback_text="Look again.", client_request_id="r1", typing_ms=900)
     assert claim(session, rnd) is True
-    assert in_memory(rnd) == stored(rnd) and rnd.session is session
-    assert in_memory(session) == stored(session)
+    assert field_values(rnd) == stored(rnd) and rnd.session is session
+    assert field_values(session) == stored(session)
     assert (session.status, session.feedback_draft) == (Session.Status.GENERATING, "")
 
 
