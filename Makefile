@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo test test-fast install chromium lint clean
+.PHONY: demo test test-fast test-orm install chromium lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,11 +35,19 @@ chromium:
 test: install chromium
 	$(PY) -m pytest
 
+# The suite (but the browser tests) with every prepared query run through the plain ORM (annotate/server/prepared.py).
+test-orm: install
+	PREPARED_QUERIES=0 $(PY) -m pytest -m "not browser"
+
 test-fast: install
 	$(PY) -m pytest -m "not browser and not e2e"
 
+# Static checks, as CI runs them: ruff, then mypy (files and strictness come from pyproject.toml, so a bare
+# `mypy` agrees), then the import contracts once pyproject.toml declares them.
 lint: install
 	$(VENV)/bin/ruff check annotate evaluation models_runtime tests benchmarks
+	$(VENV)/bin/mypy
+	if grep -q '^\[tool.importlinter\]' pyproject.toml; then $(VENV)/bin/lint-imports; fi
 
 clean:
 	rm -rf var .pytest_cache

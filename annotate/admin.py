@@ -7,6 +7,7 @@ from annotate.models import (
     Conversation,
     ImageBlob,
     Job,
+    LeakWarning,
     ModelConfig,
     Rating,
     Round,
@@ -30,7 +31,7 @@ class FeedbackLabUserAdmin(UserAdmin):
 @admin.register(ModelConfig)
 class ModelConfigAdmin(admin.ModelAdmin):
     """Model configs, with "Test this model": an action and a button that queue a check on the model's queue
-    (annotate.services.model_check) and show its result page, which reloads until the job is done."""
+    (annotate.modelconfigs.check) and show its result page, which reloads until the job is done."""
 
     list_display = ("name", "display_name", "backend", "queue_name", "is_active")
     list_filter = ("backend", "is_active")
@@ -54,7 +55,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
         from django.urls import reverse
         from django.utils.html import format_html, format_html_join
 
-        from annotate.services.model_check import model_config_check
+        from annotate.modelconfigs.check import model_config_check
 
         jobs = [(config, model_config_check(config=config, created_by=request.user)) for config in queryset]
         if len(jobs) == 1:
@@ -72,7 +73,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
         from django.shortcuts import get_object_or_404, redirect
         from django.urls import reverse
 
-        from annotate.services.model_check import model_config_check
+        from annotate.modelconfigs.check import model_config_check
 
         config = get_object_or_404(ModelConfig, pk=object_id)
         if request.method != "POST":
@@ -87,8 +88,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
         from django.shortcuts import get_object_or_404
         from django.template.response import TemplateResponse
 
-        from annotate.selectors.jobs import job_is_finished
-        from annotate.services.model_check import model_check_hint
+        from annotate.jobs.selectors import job_hint, job_is_finished
 
         if not self.has_view_permission(request):
             raise PermissionDenied
@@ -102,15 +102,16 @@ class ModelConfigAdmin(admin.ModelAdmin):
             "config": config,
             "report": job.report or {},
             "done": job_is_finished(job),
-            "hint": model_check_hint(job),
+            "hint": job_hint(job),
         }
         return TemplateResponse(request, self.check_result_template, context)
 
 
 @admin.register(Batch)
 class BatchAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "status", "task_count", "overlap", "max_rounds", "created_at")
-    list_filter = ("kind", "status")
+    list_display = ("name", "kind", "status", "task_count", "overlap", "max_rounds", "allow_repeat_tasks",
+                    "created_at")
+    list_filter = ("kind", "status", "allow_repeat_tasks")
     search_fields = ("name",)
     filter_horizontal = ("models_to_evaluate", "members")
     readonly_fields = ("task_count", "import_report", "created_at")
@@ -162,6 +163,23 @@ class JobAdmin(admin.ModelAdmin):
     list_display = ("id", "kind", "status", "batch", "progress", "message", "created_at", "finished_at")
     list_filter = ("kind", "status")
     readonly_fields = [f.name for f in Job._meta.fields]
+
+
+@admin.register(LeakWarning)
+class LeakWarningAdmin(admin.ModelAdmin):
+    """A record of what annotators were warned about: read-only (the quality page counts these)."""
+
+    list_display = ("id", "session", "annotator", "round_index", "stated_answer", "stated_answer_correct",
+                    "created_at")
+    list_filter = ("stated_answer_correct",)
+    list_select_related = ("session", "annotator")
+    raw_id_fields = ("session", "annotator")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 admin.site.register(ImageBlob)

@@ -1,38 +1,38 @@
-"""ASGI entry point: Django for HTTP, Channels for WebSockets (same session auth, origin-checked)."""
+"""ASGI entry point: Django's own ASGI handler for HTTP, Channels for WebSockets (Channels' session auth stack,
+origin-checked)."""
 
 import os
 import sys
 
-import django
+from django.core.asgi import get_asgi_application
 
-# Django runs each request in a thread; a thread coming back from a database round trip waits for the GIL while
-# another request computes, up to the switch interval each time (5 ms by default, ~8 round trips per request).
-# 1 ms keeps that wait short under load (queue_load benchmark: next-item p95 at 200 annotators).
+# Django runs each request's sync code in a thread; a thread coming back from a database round trip waits for the
+# GIL while another request computes, up to the switch interval each time (5 ms by default, ~8 round trips per
+# request). 1 ms keeps that wait short under load (queue_load benchmark: next-item p95 at 200 annotators).
 sys.setswitchinterval(0.001)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
-django.setup(set_prefix=False)  # as get_asgi_application() does, with our handler instead of Django's
+django_asgi_app = get_asgi_application()  # sets Django up before the imports below touch models
 
-from annotate.asgi_handler import OneThreadASGIHandler  # noqa: E402
-
-django_asgi_app = OneThreadASGIHandler()
-
+from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.urls import get_resolver, path  # noqa: E402
+from django.urls import get_resolver, path, re_path  # noqa: E402
 
 from annotate.celery import app as celery_app  # noqa: E402
-from annotate.consumers import SessionConsumer  # noqa: E402
-from annotate.heap import freeze_startup_heap  # noqa: E402
-from annotate.server_timing import ServerTimingMiddleware  # noqa: E402
-from annotate.ws_auth import SessionCookieAuthMiddleware  # noqa: E402
+from annotate.server.heap import freeze_startup_heap  # noqa: E402
+from annotate.server.timing import ServerTimingMiddleware  # noqa: E402
+from annotate.sessions.consumers import SessionConsumer, no_route  # noqa: E402
 
-websocket_urlpatterns = [path("ws/sessions/<int:session_id>/", SessionConsumer.as_asgi())]
+websocket_urlpatterns = [
+    path("ws/sessions/<int:session_id>/", SessionConsumer.as_asgi()),
+    re_path(r"", no_route),  # last: any other path is refused with 4404 (URLRouter would raise instead)
+]
 
 application = ProtocolTypeRouter(
     {
         "http": ServerTimingMiddleware(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(SessionCookieAuthMiddleware(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 

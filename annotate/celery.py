@@ -7,9 +7,14 @@ from celery.signals import worker_process_init, worker_process_shutdown, worker_
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
 
+# Every worker runs with these: gossip and mingle (worker-to-worker chatter this project does not use) are the
+# steps that fail on restart after a lost broker connection ("Error on restarting Gossip", kombu).
+WORKER_OPTIONS = ("--without-gossip", "--without-mingle")
+
 app = Celery("annotate")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["annotate", "evaluation"])
+app.autodiscover_tasks(["annotate.sessions", "annotate.imports", "annotate.modelconfigs", "annotate.bench",
+                        "evaluation"])
 
 
 @worker_process_shutdown.connect  # prefork: each child process
@@ -24,7 +29,7 @@ def _release_models(**_kwargs):
 @worker_process_init.connect  # prefork: each child, once forked
 @worker_ready.connect  # the threads pool runs its tasks in this process
 def _freeze_startup_heap(**_kwargs):
-    # Full garbage collections then skip the loaded code (see annotate.heap): shorter pauses mid-stream.
-    from annotate.heap import freeze_startup_heap
+    # Full garbage collections then skip the loaded code (see annotate.server.heap): shorter pauses mid-stream.
+    from annotate.server.heap import freeze_startup_heap
 
     freeze_startup_heap()

@@ -6,13 +6,14 @@ serves as Celery broker, result store and channel layer. DEBUG is off unless ask
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from annotate import embedded_redis
-from annotate.env import env_bool, env_int, env_list, env_str
+from annotate.server import embedded_redis
+from annotate.server.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FEEDBACK_LAB_VAR_DIR") or BASE_DIR / "var")
@@ -41,6 +42,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "csp",
+    "axes",
     "annotate",
     "evaluation",
 ]
@@ -49,11 +52,15 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",  # the language: cookie (set by the chooser), then the browser
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "annotate.i18n.UserLanguageMiddleware",  # a logged-in user's saved language wins over the browser's
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: it answers a locked-out login
 ]
 
 ROOT_URLCONF = "annotate.urls"
@@ -88,13 +95,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-# Under ASGI each request runs in a thread of its own (kept for reuse, up to 32 idle per process:
-# annotate.asgi_handler), so persistent connections (DB_CONN_MAX_AGE) would hold a PostgreSQL connection per thread,
-# and without them every request opens one (~6 ms). Web processes set DB_POOL_MAX_SIZE to share a few pooled
+# Under ASGI Django runs each request's sync code in a thread of its own, so persistent connections
+# (DB_CONN_MAX_AGE) are never reused there, and without them every request opens one (~6 ms). Web processes set DB_POOL_MAX_SIZE to share a few pooled
 # connections instead (psycopg 3's pool, Django >= 5.1).
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 0)
 if DB_POOL_MAX_SIZE and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool replaces persistent connections
+    # A pooled connection the server dropped (restart, failover) is replaced before a request gets it, instead of
+    # failing that request: Django then has the pool check each connection it hands out (one empty round trip).
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": min(2, DB_POOL_MAX_SIZE),
         "max_size": DB_POOL_MAX_SIZE,
@@ -128,9 +137,44 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 660)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 900)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A Redis restart must not end a worker: retry the broker forever (Celery's default gives up after 100 tries), and
+# cancel the late-acknowledged tasks the lost connection can no longer acknowledge (Redis redelivers them and the
+# round's claim token lets the redelivery take its own round again): Celery 6's default, set now.
+# Workers also run --without-gossip --without-mingle: those cluster-chatter steps fail on restart after a
+# connection loss ("Error on restarting Gossip: AttributeError ... connection_errors", kombu) and are unused here.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# Periodic work (celery beat: `celery -A annotate beat`, started by the demo and docker compose).
+# A worker touches the round it runs every ROUND_HEARTBEAT_SECONDS; a round whose heartbeat is older than
+# STALLED_ROUND_GRACE_SECONDS lost its worker (killed, out of memory, machine gone) and is failed with Retry.
+ROUND_HEARTBEAT_SECONDS = env_int("ROUND_HEARTBEAT_SECONDS", 2)
+STALLED_ROUND_GRACE_SECONDS = env_int("STALLED_ROUND_GRACE_SECONDS", 10)
+# How many long jobs (recounts, session exports, model checks) one person may start ("N/s|min|hour|day"; "" = off).
+JOB_RATE_LIMIT = env_str("JOB_RATE_LIMIT", "10/min")
+EXPORT_RETENTION_DAYS = env_int("EXPORT_RETENTION_DAYS", 30)
+CELERY_BEAT_SCHEDULE = {
+    # A round whose worker died (no heartbeat for STALLED_ROUND_GRACE_SECONDS) is failed with Retry.
+    "rounds-reap-stalled": {"task": "annotate.tasks.rounds_reap_stalled", "schedule": 5.0},
+    # Export files older than EXPORT_RETENTION_DAYS are deleted (their job rows stay, marked expired).
+    "export-files-expire": {"task": "evaluation.tasks.export_files_expire", "schedule": 3600.0},
+}
 # One queue per backend kind by default ("model.simulated", "model.transformers", ...); a ModelConfig may name
 # its own queue (e.g. "model.qwen2-vl-7b") so a GPU worker holds exactly one checkpoint warm.
+# InterFeedback-Bench: a lane whose worker died (no renewal for this long) is taken over on resume.
+BENCH_LANE_LEASE_SECONDS = env_int("BENCH_LANE_LEASE_SECONDS", 120)
+# Bench lanes have a queue of their own, so they never wait in front of human rounds on a model queue; a
+# deployment may give each pool of bench workers its own name.
+BENCH_QUEUE = env_str("BENCH_QUEUE", "bench")
 MODEL_QUEUE_PREFIX = "model."
+
+# Shared by every process (rate limits, login throttling): the same Redis, its own database number's keys prefixed.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "cache",
+    }
+}
 
 CHANNEL_LAYERS = {
     "default": {
@@ -150,10 +194,52 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 SESSION_COOKIE_HTTPONLY = True
+# Cookies only over HTTPS unless DEBUG. A deployment served over plain HTTP (a lab network, `docker compose` on
+# localhost) sets SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0, or logins silently fail.
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Behind TLS (set by the deployment: a TLS-terminating proxy sends X-Forwarded-Proto): redirect HTTP to HTTPS and
+# send HSTS. Off by default, since the demo and a plain-HTTP compose deployment have no TLS.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)  # e.g. 31536000 once HTTPS works everywhere
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if env_bool("BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_REFERRER_POLICY = "same-origin"
+
+# Content-Security-Policy (django-csp): scripts only from our own static files, never inline; the session page's
+# WebSocket to the same host is covered by 'self'. Inline style attributes stay allowed (the Django admin uses them).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Login throttling (django-axes): LOGIN_FAILURE_LIMIT failed logins for one username from one address lock it out
+# for LOGIN_COOLOFF_MINUTES; a successful login resets the count. Admins unlock with `manage.py axes_reset`.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no banner on every manage.py command
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_IPWARE_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0) or None  # proxies in front that add X-Forwarded-For
 
 # --- static and media -----------------------------------------------------------------------
 STATIC_URL = "static/"
@@ -171,18 +257,28 @@ STORAGES = {
 # Serve static files straight from the source folders (no collectstatic) in DEBUG and in the test suite.
 WHITENOISE_USE_FINDERS = DEBUG or env_bool("STATIC_FROM_FINDERS", False)
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# English, and Simplified Chinese for the studies' own readers (README "Languages"). Each user may pick one;
+# otherwise the browser's Accept-Language decides.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 # --- API ------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "annotate.authentication.PreparedTokenAuthentication",
+        "annotate.server.authentication.PreparedTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # DRF's JSON parser with a nesting cap and a check for text the database cannot store (annotate/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "annotate.server.parsers.CheckedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -197,17 +293,32 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Request and response components apart: fields always present in a response are required there (read-only
+    # ones included), and request fields that refuse blanks say so (minLength 1).
+    "COMPONENT_SPLIT_REQUEST": True,
+    "COMPONENT_NO_READ_ONLY_REQUIRED": False,
+    # Several models have a "status" or "kind": each choice set gets a name of its own.
+    "ENUM_NAME_OVERRIDES": {
+        "BatchKindEnum": "annotate.models.Batch.Kind",
+        "BatchStatusEnum": "annotate.models.Batch.Status",
+        "JobKindEnum": "annotate.models.Job.Kind",
+        "JobStatusEnum": "annotate.models.Job.Status",
+        "SessionStatusEnum": "annotate.models.Session.Status",
+    },
 }
 
 # --- product settings -----------------------------------------------------------------------
 ALLOW_REMOTE_IMAGES = env_bool("ALLOW_REMOTE_IMAGES", False)
 ASSIGNMENT_LEASE_SECONDS = env_int("ASSIGNMENT_LEASE_SECONDS", 300)
 STREAM_SAVE_INTERVAL_SECONDS = 0.5  # partial answers are saved this often so a reload resumes mid-generation
+# The hot reads compiled to SQL once per process (annotate.server.prepared); 0 runs the plain ORM instead.
+PREPARED_QUERIES = env_bool("PREPARED_QUERIES", True)
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"plain_denial": {"()": "annotate.server.log_filters.PlainDenialWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "django.request": {"filters": ["plain_denial"]}},
 }

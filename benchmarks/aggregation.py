@@ -40,7 +40,7 @@ from django.db.models import Max  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from annotate.importers.bulk import copy_from_text  # noqa: E402
+from annotate.importkit.bulk import copy_from_text  # noqa: E402
 from annotate.models import Batch, ModelConfig, Round, Session, Task, User  # noqa: E402
 from evaluation import services  # noqa: E402
 from evaluation.models import AnnotatorOutcomeCounter, BatchAggregate, CountedSession, OutcomeCounter  # noqa: E402

@@ -132,8 +132,8 @@ def main() -> None:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
+        from annotate.imports.batches import batch_import
         from annotate.models import Batch, ImageBlob, Task, TaskImage
-        from annotate.services.batches import batch_import
 
         path = workdir / "batch.zip"
         start = time.perf_counter()

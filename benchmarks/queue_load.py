@@ -96,14 +96,15 @@ def parse_args() -> argparse.Namespace:
 # --- database and data ---------------------------------------------------------------------------------------------
 
 
-def scratch_database(url: str, in_place: bool, reuse: bool = False) -> tuple[str, str | None]:
+def scratch_database(url: str, in_place: bool, reuse: bool = False,
+                     suffix: str = "_queue_bench") -> tuple[str, str | None]:
     """(database URL to use, name of the scratch database to drop at the end or None)."""
     parts = urlsplit(url)
     if not parts.scheme.startswith("postgres"):
-        sys.exit("queue_load needs PostgreSQL: DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres")
+        sys.exit("this benchmark needs PostgreSQL: DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres")
     if in_place:
         return url, None
-    name = parts.path.lstrip("/") + "_queue_bench"
+    name = parts.path.lstrip("/") + suffix
     if reuse:
         return urlunsplit(parts._replace(path="/" + name)), name
     _admin(url, f'DROP DATABASE IF EXISTS "{name}"')
@@ -145,7 +146,7 @@ def create_data(n_tasks: int, n_annotators: int, reuse: bool) -> tuple[str, list
     from rest_framework.authtoken.models import Token
 
     from annotate.models import Batch, ModelConfig, Task, User
-    from annotate.services.queue import work_items_create_for_batch
+    from annotate.queue.services import work_items_create_for_batch
 
     t0 = time.perf_counter()
     call_command("migrate", verbosity=0)  # a reused database gets the migrations made since
@@ -154,7 +155,7 @@ def create_data(n_tasks: int, n_annotators: int, reuse: bool) -> tuple[str, list
 
         from django.utils import timezone
 
-        from annotate.services.queue import assignments_expire
+        from annotate.assignments import assignments_expire
 
         # Items a previous run left reserved go back to the pool; its annotators start afresh.
         assignments_expire(now=timezone.now() + timedelta(days=1))
@@ -228,7 +229,7 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
     """The web server(s) and the worker; returns (processes, API base URL, WebSocket base URL, description)."""
     from django.conf import settings
 
-    from annotate import embedded_redis
+    from annotate.server import embedded_redis
 
     embedded_redis.ensure_running(settings.VAR_DIR)
     logs = var_dir / "logs"
@@ -242,18 +243,10 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
     else:
         web = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"]
         described = "daphne (ASGI), 1 process"
-    # The worker stands for the model servers, which run on other machines in production: on this one it runs only
-    # on CPU time nothing else wants (SCHED_IDLE), so that it slows the annotators' cycles, not the API under test.
-    worker = ["chrt", "--idle", "0", sys.executable, "-m", "celery", "-A", "annotate", "worker",
-                          "-Q", "model.simulated,default", "-c", str(args.celery_concurrency), "--loglevel", "WARNING",
-                          "-n", f"bench-{os.getpid()}@%h", "--without-mingle", "--without-gossip"]
-    # The web processes share a small pool of connections each; the worker keeps one persistent connection per
-    # process (as in production: DB_POOL_MAX_SIZE for web, DB_CONN_MAX_AGE for workers).
-    envs = {"web": {**env, "DB_POOL_MAX_SIZE": str(args.pool), "DB_CONN_MAX_AGE": "0"},
-            "worker": {**env, "DB_POOL_MAX_SIZE": "0", "DB_CONN_MAX_AGE": "600"}}
-    procs = [subprocess.Popen(cmd, cwd=ROOT, env=envs[name], stdout=(logs / f"{name}.log").open("wb"),
-                              stderr=subprocess.STDOUT, start_new_session=True)
-             for name, cmd in (("web", web), ("worker", worker))]
+    # The web processes share a small pool of connections each (as in production: DB_POOL_MAX_SIZE).
+    procs = [subprocess.Popen(web, cwd=ROOT, env={**env, "DB_POOL_MAX_SIZE": str(args.pool), "DB_CONN_MAX_AGE": "0"},
+                              stdout=(logs / "web.log").open("wb"), stderr=subprocess.STDOUT, start_new_session=True),
+             start_worker(env, logs, args.celery_concurrency)]
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -269,6 +262,19 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
     pool = f"a connection pool of {args.pool} per process" if args.pool else "a new DB connection per request"
     return procs, base, f"ws://127.0.0.1:{port}", (f"{described} with {pool}; celery worker -c "
                                                    f"{args.celery_concurrency}")
+
+
+def start_worker(env: dict, logs: Path, concurrency: int, log_mode: str = "wb") -> subprocess.Popen:
+    """The Celery worker of the model and default queues, in a process group of its own (to kill it whole)."""
+    # The worker stands for the model servers, which run on other machines in production: on this one it runs only
+    # on CPU time nothing else wants (SCHED_IDLE), so that it slows the annotators' cycles, not the API under test.
+    worker = ["chrt", "--idle", "0", sys.executable, "-m", "celery", "-A", "annotate", "worker",
+              "-Q", "model.simulated,default", "-c", str(concurrency), "--loglevel", "WARNING",
+              "-n", f"bench-{os.getpid()}@%h", "--without-mingle", "--without-gossip"]
+    # One persistent connection per worker process (as in production: DB_CONN_MAX_AGE for workers).
+    return subprocess.Popen(worker, cwd=ROOT, env={**env, "DB_POOL_MAX_SIZE": "0", "DB_CONN_MAX_AGE": "600"},
+                            stdout=(logs / "worker.log").open(log_mode), stderr=subprocess.STDOUT,
+                            start_new_session=True)
 
 
 def cpu_seconds(procs: list[subprocess.Popen]) -> dict[str, float]:
@@ -312,6 +318,19 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> dict[str, float]:
 
 def cpu_shares(before: dict[str, float], after: dict[str, float], elapsed: float) -> str:
     return ", ".join(f"{role} {100 * (after[role] - before[role]) / elapsed:.0f}%" for role in before)
+
+
+def tear_down(procs: list[subprocess.Popen], var_dir: Path, database_url: str, scratch: str | None) -> None:
+    """Stop the processes and the embedded Redis; drop the scratch database (None: keep it)."""
+    stop(procs)
+    from annotate.server import embedded_redis
+
+    embedded_redis.stop(var_dir)
+    if scratch:
+        from django.db import connections
+
+        connections.close_all()
+        _admin(database_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
 
 
 def stop(procs: list[subprocess.Popen]) -> None:
@@ -585,7 +604,7 @@ def run_client(coroutine):
     """Run the simulated annotators on uvloop when it is installed (it comes with uvicorn[standard]): the client
     shares the server's cores here, while real annotators each have a browser of their own, so the less CPU
     (and event-loop lag, which counts in every latency) the client costs, the more the figures are the server's."""
-    from annotate.heap import freeze_startup_heap
+    from annotate.server.heap import freeze_startup_heap
 
     # The client loaded Django to make the data: frozen like the web processes' heap, it costs no collector
     # pauses, which would count in the figures.
@@ -632,7 +651,7 @@ def explain(batch_name: str) -> None:
     from django.db import connection, transaction
 
     from annotate.models import Batch, User
-    from annotate.services.queue import _open_items
+    from annotate.queue.services import _open_items
 
     batch = Batch.objects.get(name=batch_name)
     user = User.objects.filter(username__startswith="bench-").order_by("username").first()
@@ -693,15 +712,7 @@ def main() -> None:
         print(f"\nPostgreSQL connections to the benchmark database now: {db_connections()}")
         print("\nall targets met" if all(results) else "\nsome targets NOT met")
     finally:
-        stop(procs)
-        from annotate import embedded_redis
-
-        embedded_redis.stop(var_dir)
-        if scratch and not args.keep:
-            from django.db import connections
-
-            connections.close_all()
-            _admin(args.database_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+        tear_down(procs, var_dir, args.database_url, None if args.keep else scratch)
 
 
 if __name__ == "__main__":

@@ -139,9 +139,9 @@ def make_batch(*, name: str, config, sessions: int):
 
     from PIL import Image
 
+    from annotate.importkit.images import image_store
     from annotate.models import Batch, Task, TaskImage
-    from annotate.services.images import image_store
-    from annotate.services.queue import work_items_create_for_batch
+    from annotate.queue.services import work_items_create_for_batch
 
     buffer = io.BytesIO()
     Image.new("RGB", (64, 48), (200, 40, 40)).save(buffer, format="PNG")
@@ -240,7 +240,8 @@ async def drive(base_url: str, batch_name: str, sessions: int, deadline: float) 
                 for index in range(1, ROUNDS_PER_SESSION + 1):
                     if snapshot["status"] != "awaiting_feedback":
                         break
-                    body = {"feedback": f"That is not right, count them again ({index}).",
+                    # Words only: a number here would be a stated answer on a number task (the leak warning).
+                    body = {"feedback": f"That is not right, count them again ({'once more' if index > 1 else 'please'}).",
                             "client_request_id": str(uuid.uuid4())}
                     submitted = time.time()
                     response = await http.post(f"/api/sessions/{session_id}/feedback/", json=body, headers=headers)
@@ -327,8 +328,8 @@ def main() -> int:
     from django.core.management import call_command
     from django.db import connection
 
-    from annotate import embedded_redis
     from annotate.models import ModelConfig, User
+    from annotate.server import embedded_redis
     from models_runtime.tiny import build_tiny_llava
     from tests import stack
 

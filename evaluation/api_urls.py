@@ -3,6 +3,7 @@
 from django.urls import path
 
 from evaluation import apis
+from evaluation.preference import apis as preference_apis
 
 urlpatterns = [
     path("batches/", apis.BatchListApi.as_view(), name="api-batches"),
@@ -21,12 +22,7 @@ urlpatterns = [
          name="api-batch-sessions-export"),
     path("batches/<int:batch_id>/exports/<int:job_id>/download/", apis.BatchExportDownloadApi.as_view(),
          name="api-batch-export-download"),
-]
-
-# Preference batches: the pairwise report as JSON and its tables as files (evaluation/preference_apis.py).
-from evaluation import preference_apis  # noqa: E402
-
-urlpatterns += [
+    # preference batches: the pairwise report as JSON and its tables as files
     path("batches/<int:batch_id>/preferences/", preference_apis.BatchPreferenceReportApi.as_view(),
          name="api-batch-preferences"),
     path("batches/<int:batch_id>/preferences/<str:name>.<str:fmt>", preference_apis.BatchPreferenceTableApi.as_view(),

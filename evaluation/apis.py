@@ -10,15 +10,23 @@ import json
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.apis_models import JobOutputSerializer
 from annotate.errors import PermissionDenied
+from annotate.jobs.serializers import JobSerializer
+from annotate.models import Batch
+from annotate.server.api_schema import UrlPathField, errors, file_download
+from annotate.server.throttles import JobCreationThrottled
 from evaluation import export_jobs, exports, selectors, services
 from evaluation.exporters.tables import to_json
 from evaluation.filters import parse_filters
@@ -34,11 +42,18 @@ FILTER_PARAMETERS = [
 ]
 OUTCOME_PARAMETER = OpenApiParameter("outcome", str, enum=["0", "1", "2", "3", "never"],
                                      description="Corrected in this round (sessions only)")
-ERRORS = {
-    400: OpenApiResponse(description="Bad filter or format (the message names it)"),
-    403: OpenApiResponse(description="Not a researcher"),
-    404: OpenApiResponse(description="No such batch, or not a member"),
-}
+ERRORS = errors(400, 403, 404, e400="Bad filter or format (the message names it)",
+                e403="Not signed in, or not a researcher", e404="No such batch, or not a member")
+
+
+@extend_schema_serializer(component_name="TableDocument")
+class TableDocumentSerializer(serializers.Serializer):
+    """A table as JSON (the report's tables and the .json downloads)."""
+
+    title = serializers.CharField(allow_blank=True)
+    columns = serializers.ListField(child=serializers.CharField(allow_blank=True))
+    rows = serializers.ListField(child=serializers.DictField(), help_text="One object per row, keyed by column")
+    notes = serializers.ListField(child=serializers.CharField(allow_blank=True))
 
 
 class FileContentNegotiation(BaseContentNegotiation):
@@ -73,18 +88,20 @@ class BatchListApi(APIView):
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         name = serializers.CharField()
-        kind = serializers.CharField()
-        status = serializers.CharField()
+        kind = serializers.ChoiceField(choices=Batch.Kind.choices)
+        status = serializers.ChoiceField(choices=Batch.Status.choices)
         task_count = serializers.IntegerField()
         sessions_counted = serializers.IntegerField()
-        report_url = serializers.CharField()
+        report_url = UrlPathField()
 
-    @extend_schema(responses={200: OutputSerializer(many=True), 403: ERRORS[403]},
+    pagination_class = PageNumberPagination  # read by the schema generator too: the list is documented as pages
+
+    @extend_schema(responses={200: OutputSerializer(many=True), **errors(403, 404, e404="No such page")},
                    summary="Batches you can read (admins: all)", tags=["research"])
     def get(self, request):
         if not request.user.is_researcher_role:
             raise PermissionDenied("Only researchers and admins can read reports.")
-        paginator = PageNumberPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(selectors.batches_for_researcher(request.user), request, view=self)
         rows = [
             {"id": b.id, "name": b.name, "kind": b.kind, "status": b.status, "task_count": b.task_count,
@@ -125,12 +142,8 @@ class BatchReportApi(APIView):
 
 
 FILE_RESPONSES = {
-    (200, "text/csv"): OpenApiTypes.STR,
-    (200, "text/markdown"): OpenApiTypes.STR,
-    (200, "application/x-tex"): OpenApiTypes.STR,
-    (200, "application/json"): OpenApiTypes.OBJECT,
-    (200, "image/png"): OpenApiTypes.BINARY,
-    (200, "image/svg+xml"): OpenApiTypes.STR,
+    **file_download("text/csv", "text/markdown", "application/x-tex", "image/png", "image/svg+xml"),
+    (200, "application/json"): TableDocumentSerializer,
     **ERRORS,
 }
 
@@ -161,7 +174,7 @@ class BatchSessionExportApi(APIView):
 
     @extend_schema(
         parameters=[*FILTER_PARAMETERS, OUTCOME_PARAMETER],
-        responses={(200, "application/jsonl"): OpenApiTypes.STR, **ERRORS},
+        responses={**file_download("application/jsonl"), **ERRORS},
         summary="Completed sessions, one JSON line each with every round (annotators by pseudonym)",
         tags=["research"],
     )
@@ -177,7 +190,7 @@ class BatchSessionFireExportApi(BatchSessionExportApi):
 
     @extend_schema(
         parameters=[*FILTER_PARAMETERS, OUTCOME_PARAMETER],
-        responses={(200, "application/jsonl"): OpenApiTypes.STR, **ERRORS},
+        responses={**file_download("application/jsonl"), **ERRORS},
         summary="Completed sessions as FIRE conversations (student = model, teacher = human), JSON lines",
         tags=["research"],
     )
@@ -192,7 +205,7 @@ class BatchSessionListApi(APIView):
         task = serializers.CharField(source="session.task.external_id")
         category = serializers.CharField()
         model = serializers.CharField(source="model_config.name")
-        annotator = serializers.CharField(source="annotator.pseudonym", allow_null=True, default=None)
+        annotator = serializers.CharField(source="annotator.pseudonym", allow_null=True)
         corrected_round = serializers.SerializerMethodField()
         completed_at = serializers.DateTimeField()
         url = serializers.SerializerMethodField()
@@ -200,8 +213,11 @@ class BatchSessionListApi(APIView):
         def get_corrected_round(self, row) -> int | None:
             return None if row.corrected_round < 0 else row.corrected_round
 
+        @extend_schema_field(UrlPathField())
         def get_url(self, row) -> str:
             return reverse("research-session", args=[row.batch_id, row.session_id])
+
+    pagination_class = PageNumberPagination
 
     @extend_schema(parameters=[*FILTER_PARAMETERS, OUTCOME_PARAMETER],
                    responses={200: OutputSerializer(many=True), **ERRORS},
@@ -209,27 +225,13 @@ class BatchSessionListApi(APIView):
     def get(self, request, batch_id: int):
         batch = _researcher_batch(request, batch_id)
         rows = selectors.counted_sessions(batch, parse_filters(request.query_params))
-        paginator = PageNumberPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
         return paginator.get_paginated_response(self.OutputSerializer(page, many=True).data)
 
 
-@extend_schema_serializer(component_name="AggregationJob")
-class JobSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    kind = serializers.CharField()
-    status = serializers.CharField()
-    progress = serializers.FloatField()
-    message = serializers.CharField()
-    error = serializers.CharField()
-    report = serializers.JSONField()
-    created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)
-
-
-class BatchRecomputeApi(APIView):
-    @extend_schema(request=None, responses={202: JobSerializer, **ERRORS},
+class BatchRecomputeApi(JobCreationThrottled, APIView):
+    @extend_schema(request=None, responses={202: JobSerializer, **ERRORS, **errors(429)},
                    summary="Queue a full recount of the batch's sessions (a job; poll its URL)", tags=["research"])
     def post(self, request, batch_id: int):
         batch = _researcher_batch(request, batch_id)
@@ -251,7 +253,7 @@ class BatchJobApi(APIView):
 FILTER_FIELDS = ("model", "category", "annotator", "date_from", "date_to", "outcome")
 
 
-class BatchSessionsExportJobApi(APIView):
+class BatchSessionsExportJobApi(JobCreationThrottled, APIView):
     @extend_schema_serializer(component_name="SessionsExportInput")
     class InputSerializer(serializers.Serializer):
         format = serializers.ChoiceField(choices=export_jobs.SESSION_FORMATS, default="jsonl",
@@ -262,11 +264,12 @@ class BatchSessionsExportJobApi(APIView):
         annotator = serializers.CharField(required=False, allow_blank=True, help_text="Annotator pseudonym")
         date_from = serializers.CharField(required=False, allow_blank=True, help_text="YYYY-MM-DD (UTC)")
         date_to = serializers.CharField(required=False, allow_blank=True, help_text="YYYY-MM-DD (UTC)")
-        outcome = serializers.CharField(required=False, allow_blank=True, help_text="0|1|2|3|never")
+        outcome = serializers.ChoiceField(choices=["0", "1", "2", "3", "never"], required=False, allow_blank=True,
+                                          help_text="Corrected in this round, or never")
 
     @extend_schema(
         request=InputSerializer,
-        responses={202: JobOutputSerializer, **ERRORS},
+        responses={202: JobSerializer, **ERRORS, **errors(415, 429)},
         summary="Export completed sessions as a background job (JSON lines, optionally gzip); poll the job's url, "
                 "then download report.download_url",
         tags=["research"],
@@ -281,7 +284,7 @@ class BatchSessionsExportJobApi(APIView):
         filters = parse_filters({key: values.get(key, "") for key in FILTER_FIELDS})
         job = export_jobs.sessions_export_job_create(batch=batch, user=request.user, filters=filters,
                                                      fmt=values["format"], compress=values["gzip"])
-        return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED,
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED,
                         headers={"Location": reverse("api-job", args=[job.id])})
 
 
@@ -289,9 +292,9 @@ class BatchExportDownloadApi(APIView):
     content_negotiation_class = FileContentNegotiation
 
     @extend_schema(
-        responses={(200, "application/jsonl"): OpenApiTypes.STR, (200, "application/gzip"): OpenApiTypes.BINARY,
-                   404: OpenApiResponse(description="No such export, or you may not read its batch"),
-                   409: OpenApiResponse(description="The export has not succeeded (yet)")},
+        responses={**file_download("application/jsonl", "application/gzip"),
+                   **errors(403, 404, 409, 410, e404="No such export, or you may not read its batch",
+                            e409="The export has not succeeded (yet)")},
         summary="Download the file of a finished export job (members of the batch and admins)",
         tags=["research"],
     )

@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class EvaluationConfig(AppConfig):
     name = "evaluation"
     verbose_name = "Evaluation"
+
+    def ready(self):
+        from annotate.sessions.completion import on_session_completed
+        from evaluation.hooks import count_session_outcome
+
+        on_session_completed(count_session_outcome)

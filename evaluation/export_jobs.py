@@ -26,7 +26,8 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate.errors import ApplicationError, Conflict, NotFound, PermissionDenied
+from annotate import queue_contract
+from annotate.errors import ApplicationError, Conflict, Gone, NotFound, PermissionDenied
 from annotate.models import Batch, Job, User
 from evaluation import exports, selectors
 from evaluation.filters import ReportFilters, parse_filters
@@ -72,10 +73,9 @@ def sessions_export_job_create(
 
 
 def sessions_export_job_dispatch(job_id: int) -> None:
-    from evaluation.tasks import sessions_export  # tasks import this module; keep the cycle lazy
-
     try:
-        sessions_export.apply_async(args=[job_id], retry=True, retry_policy={"max_retries": 2})
+        queue_contract.send_task(queue_contract.SESSIONS_EXPORT, args=[job_id], retry=True,
+                                 retry_policy={"max_retries": 2})
     except Exception as error:  # kombu/redis raise several types for an unreachable broker; all mean "not queued"
         logger.exception("could not queue sessions export job %s", job_id)
         job_fail(job_id=job_id, error=f"The export could not be queued: the task queue is unreachable ({error}). "
@@ -216,6 +216,34 @@ def export_job_for_download(user, batch_id: int, job_id: int) -> Job:
     if job.status != Job.Status.SUCCEEDED:
         state = job.error or job.message or job.get_status_display()
         raise Conflict(f"Export {job_id} has no file: it is {job.get_status_display().lower()} ({state}).")
+    if job.report.get("expired_at"):
+        raise Gone(f"The file of export {job_id} was deleted on {job.report['expired_at'][:10]} after "
+                   f"{settings.EXPORT_RETENTION_DAYS} days (the retention period); run the export again.")
     if not job.result_file or not job.result_file.storage.exists(job.result_file.name):
         raise NotFound(f"The file of export {job_id} is no longer stored; run the export again.")
     return job
+
+
+# --- retention --------------------------------------------------------------------------------------
+
+
+def export_files_expire(*, now=None, dry_run: bool = False) -> list[int]:
+    """Delete the files of export jobs that finished more than EXPORT_RETENTION_DAYS ago (0: keep forever). The
+    job rows stay, marked expired, so a download says why it is gone. Returns the ids of the jobs expired."""
+    days = settings.EXPORT_RETENTION_DAYS
+    if days <= 0:
+        return []
+    now = now or timezone.now()
+    old = Job.objects.filter(kind=Job.Kind.EXPORT, status=Job.Status.SUCCEEDED,
+                             finished_at__lt=now - timedelta(days=days)).exclude(result_file="")
+    expired = []
+    for job in old.iterator():
+        if dry_run:
+            expired.append(job.pk)
+            continue
+        job.result_file.delete(save=False)  # a file already missing is fine
+        report = {**(job.report or {}), "expired_at": now.isoformat()}
+        Job.objects.filter(pk=job.pk).update(result_file="", report=report,
+                                             message=f"File deleted after {days} days (retention)")
+        expired.append(job.pk)
+    return expired

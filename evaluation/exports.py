@@ -7,6 +7,9 @@
 | fig4 / fig5   | png svg                         | corrected-round distribution per model / category |
 | fire-ratings  | csv md tex json                 | FIRE Table A1 (mean ratings of feedback/responses)|
 | sessions      | jsonl fire                      | one JSON line per session / FIRE conversations    |
+| bench         | csv md tex json                 | InterFeedback-Bench Tables 1/2 (latest bench run) |
+| fire-fixed    | csv md tex json                 | FIRE Tables 2 and 3 (latest fixed-dialogue run)   |
+| fire-free     | csv md tex json                 | FIRE Tables 4 and 5 (latest free-dialogue run)    |
 
 Sessions are large (299k sessions: minutes, hundreds of MB). Pages and the API export them as a background job
 (export_jobs.py, a Job row with progress and a file to download); their direct downloads are kept for small
@@ -23,12 +26,15 @@ from django.utils.text import slugify
 from annotate.errors import ApplicationError, NotFound
 from annotate.models import Batch
 from evaluation import selectors
+from evaluation.bench import bench_paper_table, latest_run
 from evaluation.exporters.plots import render_plot
 from evaluation.exporters.sessions import jsonl_lines
 from evaluation.exporters.table_image import render_table_image
-from evaluation.exporters.tables import Table, render
+from evaluation.exporters.tables import render
 from evaluation.filters import NO_FILTERS, ReportFilters
-from evaluation.fire_reports import fire_ratings_table
+from evaluation.fire.reports import fire_ratings_table
+from evaluation.fire.runs import fire_run_tables
+from evaluation.table import Table
 
 TABLE_FORMATS = ("csv", "md", "tex", "json")
 IMAGE_FORMATS = ("png", "svg")
@@ -39,6 +45,9 @@ EXPORTS: dict[str, tuple[str, ...]] = {
     "fig5": IMAGE_FORMATS,
     "fire-ratings": TABLE_FORMATS,
     "sessions": ("jsonl", "fire"),
+    "bench": TABLE_FORMATS,
+    "fire-fixed": TABLE_FORMATS,
+    "fire-free": TABLE_FORMATS,
 }
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
@@ -113,8 +122,23 @@ def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_
         if not counts:
             raise ApplicationError("No counted sessions to plot yet (for these filters).", code="no_sessions")
         return Export(filename, content_type, render_plot(name, counts, fmt, **selectors.layout(counts)))
-    # FIRE Table A1 is built by fire_reports (it raises a clear error for a batch without final ratings).
-    table = fire_ratings_table(batch) if name == "fire-ratings" else _paper_table(batch, name, filters)
+    # FIRE Table A1 is built by evaluation.fire.reports (it raises a clear error for a batch without final ratings).
+    if name in ("fire-fixed", "fire-free"):
+        tables = fire_run_tables(latest_run(batch, protocol=name.replace("-", "_")))
+        return Export(filename, content_type, render_tables(tables, fmt).encode())
+    if name == "bench":
+        table = bench_paper_table(latest_run(batch))
+    elif name == "fire-ratings":
+        table = fire_ratings_table(batch)
+    else:
+        table = _paper_table(batch, name, filters)
     if fmt in IMAGE_FORMATS:
         return Export(filename, content_type, render_table_image(table, fmt))
     return Export(filename, content_type, render(table, fmt).encode())
+
+
+def render_tables(tables: list[Table], fmt: str) -> str:
+    """Several tables in one file: a JSON list, or one after another."""
+    if fmt == "json":
+        return "[" + ",\n".join(render(table, "json") for table in tables) + "]\n"
+    return "\n\n".join(render(table, fmt) for table in tables)

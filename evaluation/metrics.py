@@ -12,14 +12,15 @@ Rates are exact `Fraction`s (or None when the denominator is 0); only `percent` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 
-from evaluation.exporters.tables import Cell, Table
+from evaluation.table import Cell, Table
 
 ROUNDS: tuple[int, ...] = (0, 1, 2, 3)
 FEEDBACK_ROUNDS: tuple[int, ...] = (1, 2, 3)
@@ -227,6 +228,33 @@ def _category_cells(
     return cells, pool(c for c in cells if c is not None)
 
 
+def _category_table(
+    counts: Mapping[CountsKey, OutcomeCounts],
+    *,
+    models: Sequence[str] | None,
+    categories: Sequence[str] | None,
+    rates: Sequence[tuple[tuple[Cell, ...], Callable[[OutcomeCounts], Fraction | None]]],
+    title: str,
+    leading: Sequence[str],
+    notes: list[str],
+    digits: int,
+) -> Table:
+    """The paper's layout shared by Tables 3 and 4: per model, one row per (label cells, rate); one column per
+    category, then the Average pooled over the model's sessions. '-' where a category has no session."""
+    models, categories = _layout(counts, models, categories)
+    rows: list[list[Cell]] = []
+    for model in models:
+        cells, pooled = _category_cells(counts, model, categories)
+        for labels, rate in rates:
+            rows.append([
+                model,
+                *labels,
+                *(percent(rate(c), digits) if c is not None else None for c in cells),
+                percent(rate(pooled), digits),
+            ])
+    return Table(title=title, columns=["Model", *leading, *categories, AVERAGE], rows=rows, notes=notes)
+
+
 def accuracy_table(
     counts: Mapping[CountsKey, OutcomeCounts],
     *,
@@ -236,19 +264,9 @@ def accuracy_table(
     digits: int = 1,
 ) -> Table:
     """Table 3 layout: one row per model, one column per category, then the pooled Average."""
-    models, categories = _layout(counts, models, categories)
-    rows: list[list[Cell]] = []
-    for model in models:
-        cells, pooled = _category_cells(counts, model, categories)
-        rows.append(
-            [model]
-            + [percent(accuracy(c), digits) if c is not None else None for c in cells]
-            + [percent(accuracy(pooled), digits)]
-        )
-    return Table(
-        title=title,
-        columns=["Model", *categories, AVERAGE],
-        rows=rows,
+    return _category_table(
+        counts, models=models, categories=categories, rates=[((), accuracy)], title=title, leading=[],
+        digits=digits,
         notes=[
             "Accuracy = sessions answered correctly in round 0 / sessions.",
             "Average is pooled over all sessions of the model, not the mean of the category columns.",
@@ -266,20 +284,9 @@ def correction_rate_table(
     digits: int = 1,
 ) -> Table:
     """Table 4 layout: per model one row per feedback round 1..3; category columns, then pooled Average."""
-    models, categories = _layout(counts, models, categories)
-    rows: list[list[Cell]] = []
-    for model in models:
-        cells, pooled = _category_cells(counts, model, categories)
-        for round_index in FEEDBACK_ROUNDS:
-            rows.append(
-                [model, round_index]
-                + [percent(correction_rate(c, round_index), digits) if c is not None else None for c in cells]
-                + [percent(correction_rate(pooled, round_index), digits)]
-            )
-    return Table(
-        title=title,
-        columns=["Model", "Round", *categories, AVERAGE],
-        rows=rows,
+    rates = [((k,), functools.partial(correction_rate, round_index=k)) for k in FEEDBACK_ROUNDS]
+    return _category_table(
+        counts, models=models, categories=categories, rates=rates, title=title, leading=["Round"], digits=digits,
         notes=[
             "Correction rate of round k = sessions first corrected in round k / sessions wrong in round 0.",
             "Round 3 feedback includes the ground truth.",

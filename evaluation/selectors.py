@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from annotate.errors import ApplicationError, NotFound, PermissionDenied
 from annotate.models import Batch, Job, ModelConfig, Session, User
-from annotate.selectors.sessions import sessions_with_rounds
-from evaluation.exporters.tables import Table
+from annotate.sessions.selectors import sessions_with_rounds
 from evaluation.filters import NO_FILTERS, ReportFilters
 from evaluation.metrics import ROUNDS, CountsKey, OutcomeCounts, accuracy_table, correction_rate_table
 from evaluation.models import NEVER, AnnotatorOutcomeCounter, BatchAggregate, CountedSession, OutcomeCounter
+from evaluation.table import Table
 
 # --- access -----------------------------------------------------------------------------------------
 
@@ -253,11 +253,15 @@ def session_for_batch(batch: Batch, session_id: int) -> Session:
 
 
 def export_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> Iterator[Session]:
-    """Completed sessions with rounds, task and images, streamed in chunks (for JSONL and FIRE exports)."""
+    """Completed sessions with rounds, task and images, streamed in chunks (for JSONL and FIRE exports). Each
+    carries ``follows_reveal``: its annotator had been shown the task's ground truth in an earlier session."""
+    earlier_reveal = Session.objects.filter(
+        annotator_id=OuterRef("annotator_id"), task_id=OuterRef("task_id"), revealed_at__lt=OuterRef("started_at")
+    )
     sessions = _filtered(
         sessions_with_rounds().filter(batch=batch, status=Session.Status.COMPLETED), filters,
         category_field="task__category",
-    )
+    ).annotate(follows_reveal=Exists(earlier_reveal))
     if filters.outcome is not None:
         outcome = filters.outcome
         sessions = sessions.filter(corrected_round__isnull=True) if outcome == NEVER else sessions.filter(

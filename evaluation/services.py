@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
+from annotate import queue_contract
 from annotate.models import Batch, Job, Session, Task
 from evaluation.models import (
     NEVER,
@@ -69,7 +70,7 @@ def outcome_record(*, session_id: int) -> bool:
     with transaction.atomic():
         aggregate = _lock_aggregate(batch_id)
         session = (
-            Session.objects.filter(pk=session_id, status=Session.Status.COMPLETED)
+            Session.objects.filter(pk=session_id, status=Session.Status.COMPLETED, bench_run__isnull=True)
             .values("batch_id", "model_config_id", "annotator_id", "corrected_round", "completed_at",
                     "started_at", "task__category")
             .first()
@@ -124,7 +125,7 @@ def _counted_select() -> str:
         f"SELECT s.id, s.batch_id, s.model_config_id, t.category, s.annotator_id, "
         f"COALESCE(s.corrected_round, {NEVER}), COALESCE(s.completed_at, s.started_at) "
         f"FROM {_table(Session)} s JOIN {_table(Task)} t ON t.id = s.task_id "
-        f"WHERE s.batch_id = %s AND s.status = %s"
+        f"WHERE s.batch_id = %s AND s.status = %s AND s.bench_run_id IS NULL"  # human sessions only
     )
 
 
@@ -148,7 +149,8 @@ def _reconcile_counted(cursor, batch_id: int) -> tuple[int, int]:
     cursor.execute(
         f"DELETE FROM {counted} WHERE batch_id = %s AND NOT EXISTS ("
         f"SELECT 1 FROM {_table(Session)} s JOIN {_table(Task)} t ON t.id = s.task_id "
-        f"WHERE s.id = {counted}.session_id AND s.batch_id = %s AND s.status = %s AND {same})",
+        f"WHERE s.id = {counted}.session_id AND s.batch_id = %s AND s.status = %s AND s.bench_run_id IS NULL "
+        f"AND {same})",
         [batch_id, batch_id, Session.Status.COMPLETED],
     )
     removed = cursor.rowcount
@@ -160,7 +162,7 @@ def _reconcile_counted(cursor, batch_id: int) -> tuple[int, int]:
     # grows can get a nested-loop plan (when the table looked empty at plan time) that rescans its own new rows.
     cursor.execute(
         f"SELECT s.id FROM {_table(Session)} s WHERE s.batch_id = %s AND s.status = %s "
-        f"AND NOT EXISTS (SELECT 1 FROM {counted} c WHERE c.session_id = s.id)",
+        f"AND s.bench_run_id IS NULL AND NOT EXISTS (SELECT 1 FROM {counted} c WHERE c.session_id = s.id)",
         [batch_id, Session.Status.COMPLETED],
     )
     missing = [row[0] for row in cursor.fetchall()]
@@ -262,10 +264,9 @@ def recompute_job_create(*, batch: Batch, user=None) -> Job:
 
 
 def _dispatch_recompute(job_id: int) -> None:
-    from evaluation.tasks import outcome_recompute as recompute_task  # tasks import services
-
     try:
-        recompute_task.apply_async(args=[job_id], retry=True, retry_policy={"max_retries": 2})
+        queue_contract.send_task(queue_contract.OUTCOME_RECOMPUTE, args=[job_id], retry=True,
+                                 retry_policy={"max_retries": 2})
     except Exception as error:  # kombu raises various connection errors; all mean "not queued"
         logger.exception("could not queue aggregation job %s", job_id)
         job_fail(job_id=job_id, error=f"Could not reach the task queue: {error}")

@@ -11,6 +11,7 @@ import random
 from celery import shared_task
 from django.db import OperationalError
 
+from annotate import queue_contract
 from evaluation import export_jobs, services
 
 
@@ -18,7 +19,7 @@ def _backoff(retries: int) -> float:
     return min(60, 2**retries) + random.uniform(0, 1)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=5, soft_time_limit=60, time_limit=90)
+@shared_task(name=queue_contract.OUTCOME_RECORD, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=5, soft_time_limit=60, time_limit=90)
 def outcome_record(self, session_id: int) -> bool:
     """Count a completed session (sent by annotate when a session completes)."""
     try:
@@ -27,13 +28,13 @@ def outcome_record(self, session_id: int) -> bool:
         raise self.retry(countdown=_backoff(self.request.retries)) from error
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=600, time_limit=660)
+@shared_task(name=queue_contract.OUTCOME_RECOMPUTE, acks_late=True, reject_on_worker_lost=True, soft_time_limit=600, time_limit=660)
 def outcome_recompute(job_id: int) -> None:
     """Run a full recompute job (a Job row of kind aggregate, made by services.recompute_job_create)."""
     services.recompute_job_run(job_id=job_id)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=3)
+@shared_task(name=queue_contract.SESSIONS_EXPORT, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=3)
 def sessions_export(self, job_id: int) -> None:
     """Write a sessions export job's JSONL file (a Job row of kind export, made by export_jobs).
 
@@ -46,3 +47,9 @@ def sessions_export(self, job_id: int) -> None:
             services.job_fail(job_id=job_id, error=f"Database error, {self.max_retries} retries failed: {error}")
             raise
         raise self.retry(exc=error, countdown=_backoff(self.request.retries)) from error
+
+
+@shared_task(name=queue_contract.EXPORT_FILES_EXPIRE, ignore_result=True)
+def export_files_expire() -> int:
+    """Celery beat, hourly: delete export files past EXPORT_RETENTION_DAYS (the job rows stay, marked expired)."""
+    return len(export_jobs.export_files_expire())

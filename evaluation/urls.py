@@ -2,10 +2,19 @@
 
 from django.urls import path
 
-from evaluation import views
+from evaluation import bench_pages, views
+from evaluation.preference import views as preference_views
+from evaluation.quality import views as quality_views
 
 urlpatterns = [
     path("", views.researcher_home, name="researcher-home"),
+    # InterFeedback-Bench runs: start, watch, cancel, resume; Tables 1/2
+    path("bench/", bench_pages.bench_runs_page, name="bench-runs-page"),
+    path("bench/<int:run_id>/", bench_pages.bench_run_page, name="bench-run-page"),
+    path("bench/<int:run_id>/compare/", bench_pages.bench_compare_page, name="bench-compare-page"),
+    path("bench/<int:run_id>/prompts.json", bench_pages.bench_run_prompts, name="bench-run-prompts"),
+    path("bench/<int:run_id>/compare.<str:fmt>", bench_pages.bench_compare_download, name="bench-compare-download"),
+    path("bench/<int:run_id>/<str:action>/", bench_pages.bench_run_action, name="bench-run-action"),
     path("batches/<int:batch_id>/", views.batch_report, name="research-report"),
     path("batches/<int:batch_id>/recompute/", views.batch_recompute, name="research-recompute"),
     path("batches/<int:batch_id>/export/<str:name>.<str:fmt>", views.batch_export, name="research-export"),
@@ -15,12 +24,9 @@ urlpatterns = [
     path("batches/<int:batch_id>/exports/sessions/", views.batch_sessions_export_job,
          name="research-sessions-export"),
     path("batches/<int:batch_id>/exports/<int:job_id>/", views.batch_export_job, name="research-export-job"),
-]
-
-# Preference batches: the pairwise report page and its downloads (evaluation/preference_views.py).
-from evaluation import preference_views  # noqa: E402
-
-urlpatterns += [
+    # per-annotator quality of a batch
+    path("batches/<int:batch_id>/quality/", quality_views.batch_quality_page, name="research-quality"),
+    # preference batches: the pairwise report page and its downloads
     path("batches/<int:batch_id>/preferences/", preference_views.preference_report_page, name="research-preferences"),
     path("batches/<int:batch_id>/preferences/<str:name>.<str:fmt>", preference_views.preference_export_download,
          name="research-preference-export"),

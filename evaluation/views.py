@@ -18,11 +18,12 @@ from django.views.decorators.http import require_POST
 
 from annotate.errors import ApplicationError, NotFound
 from annotate.errors import PermissionDenied as DomainPermissionDenied
+from annotate.server.throttles import job_creation_wait
 from evaluation import export_jobs, exports, selectors, services
-from evaluation.exporters.tables import Table, cell_text
 from evaluation.filters import NO_FILTERS, OUTCOME_CHOICES, ReportFilterForm, form_error_text
 from evaluation.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
 from evaluation.responses import export_response
+from evaluation.table import Table, cell_text
 
 SESSIONS_PER_PAGE = 50
 BREAKDOWN_ROWS = 100
@@ -144,6 +145,9 @@ def batch_export(request, batch_id: int, name: str, fmt: str):
 @require_POST
 def batch_recompute(request, batch_id: int):
     batch = selectors.batch_for_researcher(request.user, batch_id)
+    if wait := job_creation_wait(request):
+        messages.error(request, wait)
+        return redirect("research-report", batch_id=batch.id)
     job = services.recompute_job_create(batch=batch, user=request.user)
     messages.info(request, f"Recount queued (job {job.id}). Reload this page in a few seconds.")
     return redirect("research-report", batch_id=batch.id)
@@ -188,6 +192,9 @@ def batch_sessions_export_job(request, batch_id: int):
     form, filters, error = _filters(request)
     if error:
         messages.error(request, f"Bad filter: {error}")
+        return redirect("research-report", batch_id=batch.id)
+    if wait := job_creation_wait(request):
+        messages.error(request, wait)
         return redirect("research-report", batch_id=batch.id)
     try:
         job = export_jobs.sessions_export_job_create(

@@ -2,6 +2,7 @@
 
 from models_runtime.base import (
     Backend,
+    EmptyAnswerError,
     GenerationSettings,
     ImagePart,
     Message,
@@ -10,12 +11,15 @@ from models_runtime.base import (
     ModelResult,
     PermanentModelError,
     Stream,
+    StreamBrokenError,
     TaskContext,
     TransientModelError,
 )
+from models_runtime.retry import RetryPolicy
 
 __all__ = [
     "Backend",
+    "EmptyAnswerError",
     "GenerationSettings",
     "ImagePart",
     "Message",
@@ -23,7 +27,9 @@ __all__ = [
     "ModelRequest",
     "ModelResult",
     "PermanentModelError",
+    "RetryPolicy",
     "Stream",
+    "StreamBrokenError",
     "TaskContext",
     "TransientModelError",
 ]

@@ -6,30 +6,58 @@ from __future__ import annotations
 import io
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from models_runtime.retry import GiveUp, RetryPolicy
+
+if TYPE_CHECKING:  # Pillow is imported only when an image is decoded
+    from PIL import Image
+
+# A backend's settings as stored with a model configuration: JSON values by name.
+BackendSettings = Mapping[str, Any]
 
 
 class ModelError(Exception):
-    """Base of the two errors a backend may raise."""
+    """Base of the errors a backend may raise. Every one ends a round as a model error (with Retry)."""
 
 
 class TransientModelError(ModelError):
-    """Worth retrying: timeouts, 429, 5xx, connection errors, a busy GPU."""
+    """Worth retrying: timeouts, 429, 5xx, connection errors, a busy GPU.
+
+    ``retry_after``: seconds the server asked to wait (its ``Retry-After``), when it said.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class PermanentModelError(ModelError):
     """Retrying will not help: bad model name, bad key, missing checkpoint, unsupported input."""
 
 
+class EmptyAnswerError(ModelError):
+    """The model's stream ended without any text: a model error, never an answer to verify."""
+
+
+class StreamBrokenError(ModelError):
+    """The model failed after it had started answering. Not retried (the text was already shown);
+    ``partial_text`` is what arrived before the failure, kept for the researcher, never an answer."""
+
+    def __init__(self, message: str, *, partial_text: str = ""):  # a default: exceptions unpickle from args
+        super().__init__(message)
+        self.partial_text = partial_text
+
+
 @dataclass(frozen=True)
 class ImagePart:
     """An image in a chat message, as encoded bytes (PNG/JPEG) or a PIL image."""
 
-    data: Any  # bytes | PIL.Image.Image
+    data: bytes | bytearray | Image.Image
 
-    def to_pil(self):
+    def to_pil(self) -> Image.Image:
         from PIL import Image
 
         if isinstance(self.data, bytes | bytearray):
@@ -73,14 +101,14 @@ class GenerationSettings:
     stop: tuple[str, ...] = ()
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> GenerationSettings:
-        data = dict(data or {})
-        unknown = set(data) - {"max_new_tokens", "temperature", "top_p", "seed", "stop"}
+    def from_dict(cls, data: Mapping[str, Any] | None) -> GenerationSettings:
+        values = dict(data or {})
+        unknown = set(values) - {"max_new_tokens", "temperature", "top_p", "seed", "stop"}
         if unknown:
             raise PermanentModelError(f"unknown generation setting(s): {', '.join(sorted(unknown))}")
-        if "stop" in data:
-            data["stop"] = tuple(data["stop"] or ())
-        return cls(**data)
+        if "stop" in values:
+            values["stop"] = tuple(values["stop"] or ())
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -119,6 +147,7 @@ class Stream:
     """Iterate for text chunks; once exhausted, ``result`` holds the final ModelResult.
 
     Backends yield chunks from ``_chunks`` and may set ``usage`` (prompt, completion tokens) on the stream.
+    A stream that ends with no text (or only whitespace) raises EmptyAnswerError instead of giving a result.
     """
 
     def __init__(self, chunks: Iterator[str]):
@@ -142,8 +171,14 @@ class Stream:
         finally:
             # Also when the caller stops early (break, exception, time limit): the backend stops at once.
             self.close()
+        text = "".join(self._parts)
+        if not text.strip():
+            raise EmptyAnswerError(
+                f"the model's answer was empty: its stream ended {'with only whitespace' if text else 'without text'}"
+                "; an empty answer is a model error, never an answer to verify"
+            )
         self.result = ModelResult(
-            text="".join(self._parts),
+            text=text,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
             time_to_first_token=self._first,
@@ -152,9 +187,7 @@ class Stream:
 
     def close(self) -> None:
         """Stop early: the backend stops generating or drops its connection. ``result`` stays None."""
-        close = getattr(self._chunks, "close", None)
-        if close is not None:
-            close()
+        _close(self._chunks)
 
     def collect(self) -> ModelResult:
         """Drain the stream and return the final result."""
@@ -165,21 +198,64 @@ class Stream:
 
 
 class Backend(ABC):
-    """A model behind the streaming interface. One instance per (backend, settings); reused across calls."""
+    """A model behind the streaming interface. One instance per (backend, settings); reused across calls.
+
+    ``retry_policy`` is the only retry layer for model calls (models_runtime.retry): a TransientModelError raised
+    before the first chunk is tried again within it; any model error after the first chunk ends the call as a
+    StreamBrokenError that keeps the text received.
+    """
 
     name: str = ""
+    retry_policy: RetryPolicy = RetryPolicy()
 
-    def __init__(self, settings: dict | None = None):
-        self.settings = dict(settings or {})
+    def __init__(self, settings: BackendSettings | None = None):
+        self.settings: dict[str, Any] = dict(settings or {})
 
     def stream(self, request: ModelRequest) -> Stream:
         stream = Stream(iter(()))
-        stream._chunks = self._chunks(request, stream)
+        stream._chunks = self._chunks_with_retries(request, stream)
         return stream
+
+    def _chunks_with_retries(self, request: ModelRequest, stream: Stream) -> Iterator[str]:
+        policy = self.retry_policy
+        began = time.monotonic()
+        attempts = 0
+        while True:
+            attempts += 1
+            received: list[str] = []
+            chunks = self._chunks(request, stream)
+            try:
+                for chunk in chunks:
+                    received.append(chunk)
+                    yield chunk
+                return
+            except ModelError as error:
+                partial = "".join(received)
+                if partial:  # retrying would repeat text the caller has already shown
+                    raise StreamBrokenError(
+                        f"the answer broke off after {len(partial)} characters: {error}", partial_text=partial
+                    ) from error
+                if not isinstance(error, TransientModelError):
+                    raise
+                wait = policy.next_wait(attempts, time.monotonic() - began, error.retry_after)
+                if isinstance(wait, GiveUp):
+                    raise TransientModelError(f"{wait.reason}: {error}", retry_after=error.retry_after) from error
+                time.sleep(wait)
+            finally:
+                _close(chunks)  # a caller that stops early stops this attempt's request at once
 
     @abstractmethod
     def _chunks(self, request: ModelRequest, stream: Stream) -> Iterator[str]:
-        """Yield text chunks; set ``stream.prompt_tokens`` / ``stream.completion_tokens`` when known."""
+        """Yield text chunks; set ``stream.prompt_tokens`` / ``stream.completion_tokens`` when known.
+
+        One attempt: raise TransientModelError (with ``retry_after`` when the server gave one) for what is worth
+        another attempt, and leave the retrying to ``stream``."""
 
     def close(self) -> None:  # noqa: B027 - optional hook: most backends hold nothing to release
         """Release memory (GPU, connections). Called when a config changes or the worker stops."""
+
+
+def _close(chunks: Iterator[str]) -> None:
+    close = getattr(chunks, "close", None)
+    if close is not None:
+        close()

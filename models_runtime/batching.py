@@ -17,23 +17,23 @@ import queue
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
 
 import torch
-from transformers import StoppingCriteria, TextStreamer
+from transformers import PreTrainedTokenizerBase, StoppingCriteria, TextStreamer
 from transformers.generation.streamers import BaseStreamer
 
-_END = object()  # the last item of a job's chunk queue
+Payload = TypeVar("Payload")
 
 
-class BatchJob:
+class BatchJob(Generic[Payload]):
     """One request: the caller reads ``texts()``; the scheduler thread writes text, counts and the error.
 
     ``payload`` is whatever the backend needs to build its row; ``key`` says which jobs may share a batch.
     """
 
-    def __init__(self, payload: Any, key: Hashable):
+    def __init__(self, payload: Payload, key: Hashable):
         self.payload = payload
         self.key = key
         self.cancelled = threading.Event()  # set by the caller: stop this row at the next token
@@ -41,7 +41,7 @@ class BatchJob:
         self.error: BaseException | None = None
         self.prompt_tokens: int | None = None
         self.completion_tokens = 0
-        self._chunks: queue.SimpleQueue = queue.SimpleQueue()
+        self._chunks: queue.SimpleQueue[str | None] = queue.SimpleQueue()  # None: the last item
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -58,14 +58,14 @@ class BatchJob:
         if error is not None and not self.cancelled.is_set():
             self.error = error
         self.ended.set()
-        self._chunks.put(_END)
+        self._chunks.put(None)
 
     def texts(self) -> Iterator[str]:
-        while (item := self._chunks.get()) is not _END:
+        while (item := self._chunks.get()) is not None:
             yield item
 
 
-class BatchScheduler:
+class BatchScheduler(Generic[Payload]):
     """Runs ``run_batch(jobs)`` on one thread of its own, with up to ``max_batch_size`` jobs sharing a key.
 
     After the first job of a batch arrives it waits up to ``wait_seconds`` for more with the same key; jobs with
@@ -75,7 +75,7 @@ class BatchScheduler:
 
     def __init__(
         self,
-        run_batch: Callable[[list[BatchJob]], None],
+        run_batch: Callable[[list[BatchJob[Payload]]], None],
         error_for: Callable[[Exception], BaseException],
         *,
         max_batch_size: int,
@@ -88,7 +88,7 @@ class BatchScheduler:
         self.wait_seconds = wait_seconds
         self.name = name
         self._batch_sizes: Counter[int] = Counter()
-        self._pending: deque[BatchJob] = deque()
+        self._pending: deque[BatchJob[Payload]] = deque()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -100,7 +100,7 @@ class BatchScheduler:
         with self._cond:
             return dict(self._batch_sizes)
 
-    def submit(self, job: BatchJob) -> bool:
+    def submit(self, job: BatchJob[Payload]) -> bool:
         """Queue the job; False once the scheduler is closed."""
         with self._cond:
             if self._closed:
@@ -143,14 +143,14 @@ class BatchScheduler:
             for job in leftovers:
                 job.end(self._close_error or RuntimeError("the batch scheduler stopped"))
 
-    def _close_queue(self) -> list[BatchJob]:
+    def _close_queue(self) -> list[BatchJob[Payload]]:
         """Under the lock: take no more jobs and hand back those still queued (the caller ends them)."""
         self._closed = True
         leftovers = list(self._pending)
         self._pending.clear()
         return leftovers
 
-    def _next_batch(self) -> list[BatchJob] | None:
+    def _next_batch(self) -> list[BatchJob[Payload]] | None:
         with self._cond:
             while True:
                 self._drop_cancelled()
@@ -185,10 +185,10 @@ class BatchScheduler:
 class RowsCancelled(StoppingCriteria):
     """Stops the rows whose caller is gone or has seen a stop string; ``generate`` keeps the others going."""
 
-    def __init__(self, jobs: list[BatchJob]):
+    def __init__(self, jobs: Sequence[BatchJob[Any]]):
         self.jobs = jobs
 
-    def __call__(self, input_ids, scores, **kwargs):
+    def __call__(self, input_ids: torch.Tensor, scores: object, **kwargs: Any) -> torch.Tensor:
         done = [job.cancelled.is_set() or job.ended.is_set() for job in self.jobs]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
@@ -201,13 +201,15 @@ class RowStreamer(BaseStreamer):
     tokens of that row (padding) are ignored. ``end`` flushes and ends the rows still running.
     """
 
-    def __init__(self, tokenizer, jobs: list[BatchJob], eos_token_ids: Iterable[int]):
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, jobs: Sequence[BatchJob[Any]], eos_token_ids: Iterable[int]
+    ):
         self.jobs = jobs
-        self.rows = [_RowText(tokenizer, job) for job in jobs]
+        self.rows: list[TextStreamer] = [_RowText(tokenizer, job) for job in jobs]
         self.eos_token_ids = frozenset(eos_token_ids)
         self._prompt_seen = False
 
-    def put(self, value) -> None:
+    def put(self, value: torch.Tensor) -> None:
         if not self._prompt_seen:
             self._prompt_seen = True
             return
@@ -236,7 +238,7 @@ class _RowText(TextStreamer):
     CJK characters, so a word is never shown half-decoded), handing its text to the row's job instead of
     printing it."""
 
-    def __init__(self, tokenizer, job: BatchJob):
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, job: BatchJob[Any]):
         super().__init__(tokenizer, skip_special_tokens=True)
         self.job = job
 

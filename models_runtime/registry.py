@@ -9,7 +9,7 @@ import importlib
 import json
 import threading
 
-from models_runtime.base import Backend, PermanentModelError
+from models_runtime.base import Backend, BackendSettings, PermanentModelError
 
 BACKENDS: dict[str, str] = {
     "simulated": "models_runtime.backends.simulated:SimulatedBackend",
@@ -31,10 +31,13 @@ def backend_class(kind: str) -> type[Backend]:
             f"unknown model backend {kind!r}; known backends: {', '.join(sorted(BACKENDS))}"
         ) from None
     module_name, class_name = target.split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    cls = getattr(importlib.import_module(module_name), class_name)
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise PermanentModelError(f"{target} is not a model backend class")
+    return cls
 
 
-def _key(kind: str, settings: dict | None) -> tuple[str, str]:
+def _key(kind: str, settings: BackendSettings | None) -> tuple[str, str]:
     try:
         canonical = json.dumps(settings or {}, sort_keys=True, separators=(",", ":"))
     except TypeError as exc:
@@ -42,7 +45,7 @@ def _key(kind: str, settings: dict | None) -> tuple[str, str]:
     return kind, canonical
 
 
-def get_backend(kind: str, settings: dict | None = None) -> Backend:
+def get_backend(kind: str, settings: BackendSettings | None = None) -> Backend:
     """The shared instance for (kind, settings), created on first use. Thread-safe; loads happen once."""
     cls = backend_class(kind)
     key = _key(kind, settings)
@@ -62,7 +65,7 @@ def get_backend(kind: str, settings: dict | None = None) -> Backend:
         return backend
 
 
-def release_backend(kind: str, settings: dict | None = None) -> bool:
+def release_backend(kind: str, settings: BackendSettings | None = None) -> bool:
     """Close and forget the instance for (kind, settings). Returns whether there was one."""
     key = _key(kind, settings)
     with _lock:

@@ -7,6 +7,10 @@ so everything around a real checkpoint is exercised. Each is well under a few MB
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used, so importing this module stays cheap
+    from transformers import LlamaConfig, PreTrainedModel, PreTrainedTokenizerFast
 
 # Lines the tokenizer is trained on: enough to learn some merges for the words the app uses.
 TRAINING_TEXT = [
@@ -50,7 +54,7 @@ IMAGE_SIZE = 32
 PATCH_SIZE = 8
 
 
-def build_tokenizer(vocab_size: int = 384):
+def build_tokenizer(vocab_size: int = 384) -> PreTrainedTokenizerFast:
     """A byte-level BPE tokenizer trained on TRAINING_TEXT, wrapped for transformers."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -78,7 +82,7 @@ def build_tokenizer(vocab_size: int = 384):
     )
 
 
-def _tiny_llama_config(tokenizer):
+def _tiny_llama_config(tokenizer: PreTrainedTokenizerFast) -> LlamaConfig:
     from transformers import LlamaConfig
 
     return LlamaConfig(
@@ -96,7 +100,7 @@ def _tiny_llama_config(tokenizer):
     )
 
 
-def _unprintable_token_ids(tokenizer) -> list[int]:
+def _unprintable_token_ids(tokenizer: PreTrainedTokenizerFast) -> list[int]:
     """Ids that decode to control characters, partial UTF-8 bytes or special tokens (other than EOS)."""
     ids = []
     for token_id in range(len(tokenizer)):
@@ -110,7 +114,7 @@ def _unprintable_token_ids(tokenizer) -> list[int]:
     return ids
 
 
-def _set_generation_defaults(model, tokenizer) -> None:
+def _set_generation_defaults(model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast) -> None:
     config = model.generation_config
     config.bos_token_id = tokenizer.bos_token_id
     config.eos_token_id = tokenizer.eos_token_id
@@ -119,7 +123,7 @@ def _set_generation_defaults(model, tokenizer) -> None:
     config.suppress_tokens = _unprintable_token_ids(tokenizer)
 
 
-def build_tiny_causal_lm(path: str | os.PathLike, seed: int = 0) -> str:
+def build_tiny_causal_lm(path: str | os.PathLike[str], seed: int = 0) -> str:
     """Save a text-only tiny Llama causal LM and its tokenizer (with chat template) under ``path``."""
     import torch
     from transformers import LlamaForCausalLM
@@ -134,7 +138,7 @@ def build_tiny_causal_lm(path: str | os.PathLike, seed: int = 0) -> str:
     return str(path)
 
 
-def build_tiny_llava(path: str | os.PathLike, seed: int = 0) -> str:
+def build_tiny_llava(path: str | os.PathLike[str], seed: int = 0) -> str:
     """Save a LLaVA-style image-text-to-text model (tiny CLIP vision tower + tiny Llama) and its processor."""
     import torch
     from transformers import CLIPVisionConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
@@ -151,10 +155,12 @@ def build_tiny_llava(path: str | os.PathLike, seed: int = 0) -> str:
         patch_size=PATCH_SIZE,
         projection_dim=32,
     )
+    image_token_id = tokenizer.convert_tokens_to_ids("<image>")
+    assert isinstance(image_token_id, int)  # one token in, one id out
     config = LlavaConfig(
         vision_config=vision_config,
         text_config=_tiny_llama_config(tokenizer),
-        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        image_token_index=image_token_id,
         image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
         vision_feature_select_strategy="default",
         vision_feature_layer=-1,

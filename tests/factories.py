@@ -7,9 +7,9 @@ import io
 import factory
 from PIL import Image
 
+from annotate.importkit.images import image_store
 from annotate.models import Batch, ModelConfig, Task, TaskImage, User
-from annotate.services.images import image_store
-from annotate.services.queue import work_items_create_for_batch
+from annotate.queue.services import work_items_create_for_batch
 
 
 class UserFactory(factory.django.DjangoModelFactory):

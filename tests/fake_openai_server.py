@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,12 +31,23 @@ class FakeOpenAI:
     failures: list[tuple[int, dict]] = field(default_factory=list)
     delay_before_response: float = 0.0
     stall_after_chunks: int | None = None  # stop sending (without closing) after this many chunks
+    # How a 200 is sent: "sse" (streamed), "json" (one chat.completion, as servers that ignore stream: true),
+    # "html" (a web page, as a proxy or a web UI at the wrong base_url)
+    respond_as: str = "sse"
+    # For the next requests: send an {"error": ...} event after this many chunks, then [DONE]
+    stream_errors: list[int] = field(default_factory=list)
+    truncate_after_chunks: int | None = None  # close the stream cleanly after this many chunks: no finish, no [DONE]
+    # Until this time.monotonic(), every request gets 429 with Retry-After: `retry_after` or the seconds left
+    rate_limited_until: float = 0.0
+    retry_after: str | None = None
     requests: list[dict] = field(default_factory=list)
     base_url: str = ""
     stop_event: threading.Event = field(default_factory=threading.Event)
 
     def record(self, handler: BaseHTTPRequestHandler, body: dict) -> None:
-        self.requests.append({"path": handler.path, "headers": dict(handler.headers), "body": body})
+        self.requests.append(
+            {"path": handler.path, "headers": dict(handler.headers), "body": body, "at": time.monotonic()}
+        )
 
 
 def handler_for(fake: FakeOpenAI):
@@ -65,6 +78,11 @@ def handler_for(fake: FakeOpenAI):
             if fake.failures:
                 status, headers = fake.failures.pop(0)
                 return self._json(status, {"error": {"message": f"simulated {status}"}}, headers)
+            left = fake.rate_limited_until - time.monotonic()
+            if left > 0:
+                retry_after = fake.retry_after or str(math.ceil(left))
+                return self._json(429, {"error": {"message": "Rate limit reached, slow down."}},
+                                  {"Retry-After": retry_after})
             if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
                 return self._json(401, {"error": {"message": "Incorrect API key provided."}})
             if body.get("model") != fake.model:
@@ -73,14 +91,26 @@ def handler_for(fake: FakeOpenAI):
                 )
             if fake.delay_before_response:
                 fake.stop_event.wait(fake.delay_before_response)
+            if fake.respond_as == "json":
+                return self._completion()
+            if fake.respond_as == "html":
+                return self._page()
+            error_after = fake.stream_errors.pop(0) if fake.stream_errors else None
             self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
             self.end_headers()
             self.wfile.write(b": keep-alive comment\n\n")
-            for index, chunk in enumerate(fake.chunks):
+            for index, chunk in enumerate([*fake.chunks, None]):
+                if index == error_after:
+                    self._event({"error": {"message": "CUDA out of memory", "type": "server_error", "code": 500}})
+                    return self._event("[DONE]")
+                if fake.truncate_after_chunks is not None and index >= fake.truncate_after_chunks:
+                    return
                 if fake.stall_after_chunks is not None and index >= fake.stall_after_chunks:
                     fake.stop_event.wait(5)
                     return
+                if chunk is None:
+                    break
                 delta = {"role": "assistant", "content": chunk} if index == 0 else {"content": chunk}
                 self._event(
                     {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
@@ -89,6 +119,24 @@ def handler_for(fake: FakeOpenAI):
             if fake.usage and (body.get("stream_options") or {}).get("include_usage"):
                 self._event({"id": "c1", "choices": [], "usage": fake.usage})
             self._event("[DONE]")
+
+        def _completion(self) -> None:
+            payload = {
+                "id": "c1", "object": "chat.completion", "model": fake.model,
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "".join(fake.chunks)}}],
+            }
+            if fake.usage:
+                payload["usage"] = fake.usage
+            self._json(200, payload)
+
+        def _page(self) -> None:
+            data = b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
     return Handler
 

@@ -15,12 +15,12 @@ from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKER_QUEUES = "default,model.simulated,model.replay,model.transformers,model.openai"
+WORKER_QUEUES = "default,model.simulated,model.replay,model.transformers,model.openai,bench"
 
 
 def ensure_redis() -> str:
     if settings.EMBEDDED_REDIS:
-        from annotate import embedded_redis
+        from annotate.server import embedded_redis
 
         embedded_redis.ensure_running(settings.VAR_DIR)
     return settings.REDIS_URL
@@ -56,11 +56,13 @@ def free_port() -> int:
 
 
 def start_worker(log: Path, name: str = "test", concurrency: int = 2, queues: str = WORKER_QUEUES,
-                 **env) -> subprocess.Popen:
+                 pool: str = "prefork", **env) -> subprocess.Popen:
+    from annotate.celery import WORKER_OPTIONS
+
     # A process group of its own, so a test can kill the worker with its pool children at once.
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "annotate", "worker", "-Q", queues, "-c", str(concurrency),
-         "--loglevel", "INFO", "-n", f"{name}-{os.getpid()}@%h", "--without-mingle", "--without-gossip"],
+         "-P", pool, "--loglevel", "INFO", "-n", f"{name}-{os.getpid()}@%h", *WORKER_OPTIONS],
         cwd=ROOT, env=child_env(**env), stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
     )
 
@@ -82,10 +84,10 @@ def wait_worker_ready(log: Path, timeout: float = 60) -> None:
     raise RuntimeError(f"the Celery worker did not start; log:\n{log.read_text(errors='replace')[-3000:]}")
 
 
-def start_web(log: Path, port: int) -> subprocess.Popen:
+def start_web(log: Path, port: int, **env) -> subprocess.Popen:
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"],
-        cwd=ROOT, env=child_env(), stdout=log.open("ab"), stderr=subprocess.STDOUT,
+        cwd=ROOT, env=child_env(**env), stdout=log.open("ab"), stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -125,8 +127,8 @@ def wait_worker_settled(timeout=30):
     from evaluation.models import CountedSession
 
     busy = Round.objects.filter(generation_status__in=[Round.Generation.QUEUED, Round.Generation.RUNNING])
-    uncounted = Session.objects.filter(status=Session.Status.COMPLETED).exclude(
-        id__in=CountedSession.objects.values("session_id"))
+    uncounted = Session.objects.filter(status=Session.Status.COMPLETED, bench_run__isnull=True).exclude(
+        id__in=CountedSession.objects.values("session_id"))  # bench sessions are never counted for the reports
     _wait_until(lambda: not busy.exists() and not uncounted.exists(), timeout,
                 "the worker was still busy with this test's rounds or sessions")
 
@@ -138,3 +140,37 @@ def wait_counted(session, timeout=30):
     _wait_until(lambda: CountedSession.objects.filter(session_id=session.id).exists(), timeout,
                 f"session {session.id} was never counted for the reports")
 
+
+
+def database_backends_terminate(keep_pids: set[int] = frozenset()) -> int:
+    """Kill every PostgreSQL backend connected to the test database except ``keep_pids`` and the test's own
+    connection (``pg_terminate_backend``, as a database restart or a failover does to its clients). Returns how
+    many were killed."""
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND NOT (pid = ANY(%s))",
+            [list(keep_pids)],
+        )
+        return cursor.fetchone()[0]
+
+
+def api_token(user) -> dict:
+    """The Authorization header of the user's API token (created if needed)."""
+    from rest_framework.authtoken.models import Token
+
+    return {"Authorization": f"Token {Token.objects.get_or_create(user=user)[0].key}"}
+
+
+def login_cookie(user) -> str:
+    """A logged-in Django session for ``user``; its key is the ``sessionid`` cookie (for the WebSocket)."""
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    store = SessionStore()
+    store[SESSION_KEY] = str(user.pk)
+    store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    store.create()
+    return store.session_key

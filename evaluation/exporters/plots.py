@@ -9,10 +9,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
-
-import matplotlib
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from evaluation.metrics import (
     ROUNDS,
@@ -23,6 +20,10 @@ from evaluation.metrics import (
     pool,
     pooled_by_model,
 )
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn: commands and pages that draw none skip ~1 s
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 FIGURES: tuple[str, ...] = ("fig4", "fig5")
 PLOT_FORMATS: tuple[str, ...] = ("png", "svg")
@@ -59,6 +60,8 @@ def corrected_round_by_model_figure(
     """Fig. 4: per model, the distribution of the round in which sessions were corrected."""
     by_model = pooled_by_model(counts, categories)
     series = {model: by_model.get(model, OutcomeCounts()) for model in (models or models_of(counts))}
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(7.5, 4.0), layout="constrained")
     axes = figure.add_subplot()
     _grouped_bars(axes, series, "Round in which sessions were corrected, per model")
@@ -77,6 +80,8 @@ def corrected_round_by_category_figure(
     categories = list(categories or categories_of(counts))
     columns = min(3, max(len(categories), 1))
     rows = max(math.ceil(len(categories) / columns), 1)
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(4.2 * columns, 3.4 * rows), layout="constrained")
     for index, category in enumerate(categories):
         axes = figure.add_subplot(rows, columns, index + 1)
@@ -97,6 +102,8 @@ def figure_bytes(figure: Figure, fmt: str) -> bytes:
         raise ValueError(f"unknown plot format {fmt!r}; expected one of {', '.join(PLOT_FORMATS)}")
     buffer = io.BytesIO()
     # A fixed hash salt and no date keep SVG output byte-identical across runs (diffable exports).
+    import matplotlib
+
     with matplotlib.rc_context({"svg.hashsalt": "feedback-lab"}):
         metadata = {"Date": None} if fmt == "svg" else {}
         figure.savefig(buffer, format=fmt, dpi=150, metadata=metadata)

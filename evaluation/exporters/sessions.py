@@ -1,13 +1,15 @@
 """Sessions as export records (SPEC §5): one JSON line per session, or a FIRE conversation.
 
 Plain functions over a session object with its task, model, annotator and rounds already loaded (the
-selector prefetches them); no queries here. Annotators appear only by pseudonym.
+selector prefetches them) and its ``follows_reveal`` annotation; no queries here. Annotators appear only by pseudonym.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+
+from annotate.sessions.selectors import task_fields
 
 # FIRE's teachers score each student response 1-10 and call >= 8 right. Human sessions have a verdict instead;
 # it is exported as 10 (right) or 1 (wrong) so FIRE's threshold reads it correctly, with the verdicts beside.
@@ -28,7 +30,9 @@ def round_record(rnd) -> dict:
         "feedback_kind": rnd.feedback_kind or None,
         "feedback_text": rnd.feedback_text,
         "feedback_to_model": rnd.feedback_to_model,
-        "leak_flagged": rnd.leak_flagged,
+        "leak_flagged": rnd.leak_flagged,  # sent despite the "states an answer" warning
+        "stated_answer": rnd.stated_answer,  # what the warning detected in the typed text
+        "stated_answer_correct": rnd.stated_answer_correct,  # never shown to the annotator; null: not checked
         "answer_text": rnd.answer_text,
         "extracted_answer": rnd.extracted_answer,
         "auto_verdict": rnd.auto_verdict,
@@ -51,21 +55,14 @@ def session_record(session) -> dict:
     return {
         "session_id": session.id,
         "batch_id": session.batch_id,
-        "task": {
-            "id": task.external_id,
-            "category": task.category,
-            "question": task.question,
-            "options": task.options,
-            "answer_type": task.answer_type,
-            "ground_truth": task.ground_truth,
-            "images": _images(session),
-        },
+        "task": {**task_fields(task), "ground_truth": task.ground_truth, "images": _images(session)},
         "model": session.model_config.name,
         "annotator": session.annotator.pseudonym if session.annotator_id else None,
         "status": session.status,
         "corrected_round": session.corrected_round,
         "started_at": _iso(session.started_at),
         "completed_at": _iso(session.completed_at),
+        "follows_reveal": session.follows_reveal,
         "rounds": [round_record(rnd) for rnd in session.rounds.all()],
     }
 
@@ -102,6 +99,7 @@ def fire_record(session) -> dict:
         "model": session.model_config.name,
         "annotator": session.annotator.pseudonym if session.annotator_id else None,
         "category": session.task.category,
+        "follows_reveal": session.follows_reveal,
     }
 
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from evaluation.exporters.plots import figure_bytes
-from evaluation.exporters.tables import Table, cell_text
+from evaluation.table import Table, cell_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def table_figure(table: Table) -> Figure:
     rows = [[cell_text(cell) for cell in row] for row in table.rows] or [["-"] * len(table.columns)]
     width = max(4.0, 1.1 * len(table.columns) + 0.6 * max(len(str(row[0])) for row in rows) / 6)
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(width, 0.9 + 0.32 * (len(rows) + 1) + 0.22 * len(table.notes)), layout="constrained")
     axes = figure.add_subplot()
     axes.axis("off")

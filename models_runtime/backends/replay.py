@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from models_runtime.base import Backend, ModelRequest, PermanentModelError, Stream
+from models_runtime.base import Backend, BackendSettings, ModelRequest, PermanentModelError, Stream
 from models_runtime.textstream import count_words, stream_words
 
 
 class ReplayBackend(Backend):
     name = "replay"
 
-    def __init__(self, settings: dict | None = None):
+    def __init__(self, settings: BackendSettings | None = None):
         super().__init__(settings)
         unknown = set(self.settings) - {"chunk_delay"}
         if unknown:

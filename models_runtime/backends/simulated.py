@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 from models_runtime.base import (
     Backend,
+    BackendSettings,
     ModelRequest,
     PermanentModelError,
     Stream,
@@ -66,7 +67,7 @@ class SimulatedBackend(Backend):
     _transient_calls: dict[tuple[str, int], int] = {}
     _transient_lock = threading.Lock()
 
-    def __init__(self, settings: dict | None = None):
+    def __init__(self, settings: BackendSettings | None = None):
         super().__init__(settings)
         unknown = set(self.settings) - SETTINGS_KEYS
         if unknown:
@@ -117,6 +118,7 @@ class SimulatedBackend(Backend):
         context = request.context
         correct = self.is_correct(request)
         value = correct_value(context) if correct else wrong_value(context)
+        reasons: tuple[str, ...]
         if context.round_index == 0:
             reasons = FIRST_TRY_REASONS
         elif correct:

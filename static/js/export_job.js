@@ -31,13 +31,13 @@
       const link = document.createElement("a");
       link.href = report.download_url;
       link.setAttribute("download", "");
-      link.textContent = "Download " + (report.filename || "the export");
+      link.textContent = report.filename ? interpolate(gettext("Download %(file)s"), {file: report.filename}, true) : gettext("Download the export");
       const sessions = report.sessions === 1 ? "1 session" : report.sessions + " sessions";
       result.append(link, " (" + sessions + ", " + sizeText(report.bytes) + ")");
     } else if (job.status === "failed") {
       const error = document.createElement("span");
       error.className = "error";
-      error.textContent = job.error || "The export failed.";
+      error.textContent = job.error || gettext("The export failed.");
       result.append(error);
     }
   }
@@ -56,14 +56,14 @@
           if (job.done) return;
         }
       } catch (error) {
-        panel.querySelector(".job-message").textContent = "Connection lost; retrying…";
+        panel.querySelector(".job-message").textContent = gettext("Connection lost; retrying…");
       }
       await wait(POLL_MS);
     }
   }
 
   function errorText(body) {
-    if (!body) return "The export could not be created.";
+    if (!body) return gettext("The export could not be created.");
     if (body.detail) return body.detail;
     return Object.entries(body).map(([field, problems]) => field + ": " + [].concat(problems).join(" ")).join("; ");
   }
@@ -96,7 +96,7 @@
         track(body);
       } catch (error) {
         panel.hidden = false;
-        panel.querySelector(".job-status").textContent = "not started";
+        panel.querySelector(".job-status").textContent = gettext("not started");
         panel.querySelector(".job-message").textContent = "";
         const result = panel.querySelector(".job-result");
         result.replaceChildren();

@@ -55,15 +55,15 @@
     try {
       const data = await response.json();
       if (data.detail) return data.detail;
-      return "Please check your input: " + JSON.stringify(data);
+      return interpolate(gettext("Please check your input: %(errors)s"), {errors: JSON.stringify(data)}, true);
     } catch (e) {
-      return `The server answered ${response.status}.`;
+      return interpolate(gettext("The server answered %(status)s."), {status: response.status}, true);
     }
   }
 
   function saveDraftSoon() {
     dirty = true;
-    status.textContent = "Unsaved changes…";
+    status.textContent = gettext("Unsaved changes…");
     clearTimeout(draftTimer);
     draftTimer = setTimeout(saveDraft, 600);
   }
@@ -74,14 +74,14 @@
     try {
       const response = await post(form.dataset.saveUrl, collect(false), leaving === true);
       if (response.ok) {
-        status.textContent = "Draft saved " + new Date().toLocaleTimeString();
+        status.textContent = interpolate(gettext("Draft saved %(time)s"), {time: new Date().toLocaleTimeString()}, true);
       } else {
         status.textContent = "";
         showError(await errorText(response));
       }
     } catch (e) {
       dirty = true;
-      status.textContent = "Offline: your draft will be saved when the connection is back.";
+      status.textContent = gettext("Offline: your draft will be saved when the connection is back.");
       draftTimer = setTimeout(saveDraft, 3000);
     }
   }
@@ -108,7 +108,7 @@
     if (saving) return;
     const missing = missingControls();
     if (missing.length) {
-      showError("Score every rated turn before saving. Missing: " + missing.map(describe).join("; ") + ".");
+      showError(interpolate(gettext("Score every rated turn before saving. Missing: %(missing)s."), {missing: missing.map(describe).join("; ")}, true));
       focusGroup(missing[0]);
       return;
     }
@@ -116,18 +116,18 @@
     clearTimeout(draftTimer);
     showError("");
     $("save-next").disabled = true;
-    status.textContent = "Saving…";
+    status.textContent = gettext("Saving…");
     try {
       const response = await post(form.dataset.saveUrl, collect(true));
       if (response.ok) {
-        status.textContent = "Saved. Opening the next item…";
+        status.textContent = gettext("Saved. Opening the next item…");
         $("next-form").submit();
         return;
       }
       showError(await errorText(response));
       status.textContent = "";
     } catch (e) {
-      showError("The connection failed; your scores are still here. Press Ctrl+Enter to try again.");
+      showError(gettext("The connection failed; your scores are still here. Press Ctrl+Enter to try again."));
       status.textContent = "";
     }
     saving = false;
@@ -138,6 +138,24 @@
     const target = fieldset.querySelector("input:checked") || fieldset.querySelector("input[type=radio]");
     if (target) target.focus();
   }
+
+  // Tab goes from rating to rating (turn to turn); a turn's comment box is reached with M from its rating, and
+  // Esc there goes back to the rating. Preference reasons are required, so they stay on the Tab path.
+  if (form.dataset.kind === "fire") {
+    form.querySelectorAll("textarea.comment").forEach((box) => { box.tabIndex = -1; });
+  }
+  form.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const turn = event.target.closest && event.target.closest("li.turn");
+    if (!turn) return;
+    if (event.key.toLowerCase() === "m" && event.target.matches("input[type=radio]")) {
+      event.preventDefault();
+      turn.querySelector("textarea.comment").focus();
+    } else if (event.key === "Escape" && event.target.matches("textarea.comment")) {
+      event.preventDefault();
+      focusGroup(turn.querySelector("fieldset.rating"));
+    }
+  });
 
   // Keys 1-5 score the turn whose rating control has the focus; typing in a comment is left alone.
   form.addEventListener("keydown", (event) => {
@@ -197,25 +215,25 @@
   async function skip() {
     if (saving) return;
     if (!skipReason.value.trim()) {
-      showSkipError("Say why you skip this conversation (for example 'the image does not load').");
+      showSkipError(gettext("Say why you skip this conversation (for example 'the image does not load')."));
       return;
     }
     saving = true;
     clearTimeout(draftTimer);
     showSkipError("");
     $("skip-button").disabled = true;
-    status.textContent = "Skipping…";
+    status.textContent = gettext("Skipping…");
     try {
       const response = await post(skipForm.dataset.skipUrl, {reason: skipReason.value.trim()});
       if (response.ok) {
         dirty = false; // nothing more to save here: the conversation is no longer ours
-        status.textContent = "Skipped. Opening the next item…";
+        status.textContent = gettext("Skipped. Opening the next item…");
         $("next-form").submit();
         return;
       }
       showSkipError(await errorText(response));
     } catch (e) {
-      showSkipError("The connection failed; nothing was skipped. Press Enter to try again.");
+      showSkipError(gettext("The connection failed; nothing was skipped. Press Enter to try again."));
     }
     status.textContent = "";
     saving = false;

@@ -13,6 +13,11 @@
   let typingStartedAt = null;
   let draftTimer = null;
   let sending = false;
+  let shownStatus = null; // the status the panels were last drawn for: focus moves only when it changes
+  let generatingSince = null;
+  const SLOW_AFTER_S = 45;
+  // The page's translations come from Django's JavaScript catalog (loaded before this file).
+  const fmt = (template, values) => interpolate(template, values, true);
 
   function api(path, body) {
     return fetch(`/api/sessions/${sessionId}/${path}`, {
@@ -35,8 +40,16 @@
     const images = $("task-images");
     if (!images.childElementCount) {
       task.images.forEach((src, i) => {
+        // Each image is a button: Enter or a click zooms it. Its alt text says what it is from the task.
+        const button = document.createElement("button");
+        button.type = "button"; button.className = "image-button";
         const img = document.createElement("img");
-        img.src = src; img.alt = `Task image ${i + 1}`; images.appendChild(img);
+        img.src = src;
+        img.alt = fmt(gettext("Figure %(number)s of task %(task)s: %(question)s"), {number: i + 1, task: task.id, question: task.question.slice(0, 120)});
+        button.setAttribute("aria-label", fmt(gettext("Zoom figure %(number)s"), {number: i + 1}));
+        button.appendChild(img);
+        button.addEventListener("click", () => openZoom(img));
+        images.appendChild(button);
       });
     }
     text($("model-label"), state.model.label);
@@ -52,11 +65,11 @@
   }
 
   function verdictLabel(r) {
-    if (r.generation_status === "failed") return ["failed", "Model call failed"];
-    if (r.generation_status !== "done") return ["pending", r.generation_status === "queued" ? "Waiting for the model…" : "Model is answering…"];
-    if (r.verdict === true) return ["correct", "Correct"];
-    if (r.verdict === false) return ["wrong", "Wrong"];
-    return ["pending", "Needs your verdict"];
+    if (r.generation_status === "failed") return ["failed", gettext("Model call failed")];
+    if (r.generation_status !== "done") return ["pending", ""]; // the one status line below says what happens
+    if (r.verdict === true) return ["correct", gettext("Correct")];
+    if (r.verdict === false) return ["wrong", gettext("Wrong")];
+    return ["pending", gettext("Needs your verdict")];
   }
 
   function roundElement(r) {
@@ -65,9 +78,11 @@
       li = document.createElement("li");
       li.dataset.round = r.index;
       li.className = "round";
-      li.innerHTML = '<h3></h3><div class="feedback" hidden><span class="who">You:</span> <span class="feedback-text"></span></div>' +
-        '<div class="answer"><span class="who">Model:</span> <pre class="answer-text" aria-live="polite"></pre></div>' +
+      li.innerHTML = '<h3></h3><div class="feedback" hidden><span class="who you"></span> <span class="feedback-text"></span></div>' +
+        '<div class="answer"><span class="who model"></span> <pre class="answer-text" aria-live="polite"></pre></div>' +
         '<p class="verdict"></p>';
+      text(li.querySelector(".who.you"), gettext("You:"));
+      text(li.querySelector(".who.model"), gettext("Model:"));
       $("rounds").appendChild(li);
     }
     return li;
@@ -75,17 +90,17 @@
 
   function renderRound(r) {
     const li = roundElement(r);
-    text(li.querySelector("h3"), r.index === 0 ? "Round 0 — first answer" : `Round ${r.index}`);
+    text(li.querySelector("h3"), r.index === 0 ? gettext("Round 0 — first answer") : fmt(gettext("Round %(index)s"), {index: r.index}));
     const fb = li.querySelector(".feedback");
     fb.hidden = r.index === 0;
-    text(li.querySelector(".feedback-text"), r.feedback_text + (r.leak_flagged ? "  (sent despite the answer warning)" : ""));
+    text(li.querySelector(".feedback-text"), r.feedback_text + (r.leak_flagged ? "  " + gettext("(sent despite the answer warning)") : ""));
     const answer = li.querySelector(".answer-text");
     answer.textContent = r.answer_text;
     answer.dataset.seq = r.stream_seq;
     const [cls, label] = verdictLabel(r);
     const verdict = li.querySelector(".verdict");
     verdict.className = `verdict ${cls}`;
-    text(verdict, label + (r.extracted_answer ? ` (extracted answer: ${r.extracted_answer})` : ""));
+    text(verdict, label + (r.extracted_answer ? " " + fmt(gettext("(extracted answer: %(answer)s)"), {answer: r.extracted_answer}) : ""));
   }
 
   function render() {
@@ -97,24 +112,67 @@
     $("verdict-panel").hidden = !(canAct && s === "awaiting_verdict");
     $("retry-panel").hidden = !(canAct && s === "failed");
     $("done-panel").hidden = s !== "completed";
-    $("skip-panel").hidden = !canAct || s === "completed";
-    if (s === "failed" && last) text($("retry-message"), last.error || "The model call failed.");
+    $("skip-panel").hidden = !canAct || s === "completed" || s === "abandoned";
+    $("skipped-note").hidden = s !== "abandoned";
+    if (s === "abandoned") text($("skipped-note"), state.ended_as === "skipped"
+      ? gettext("Skipped: this item went back to the pool for another annotator.")
+      : gettext("Expired: this item was left unfinished for too long and went back to the pool."));
+    $("reveal-help").hidden = !(s === "awaiting_feedback" && state.next_round === state.max_rounds);
+    text($("round-progress"), roundProgress());
+    if (s === "failed" && last) text($("retry-message"), last.error || gettext("The model call failed."));
     if (s === "awaiting_feedback") {
       const label = state.next_round === state.max_rounds
-        ? `Round ${state.next_round} (last): the correct answer is shown above and will be given to the model with your feedback`
-        : `Round ${state.next_round} of ${state.max_rounds}: your feedback to the model`;
+        ? fmt(gettext("Round %(round)s (last): the correct answer is shown above and will be given to the model with your feedback"), {round: state.next_round})
+        : fmt(gettext("Round %(round)s of %(max)s: your feedback to the model"), {round: state.next_round, max: state.max_rounds});
       text($("feedback-label"), label);
       const input = $("feedback-input");
       if (!input.value && state.feedback_draft) input.value = state.feedback_draft;
     }
     if (s === "completed") {
-      text($("outcome"), state.corrected_round === null ? "Session finished: the model was never corrected."
-        : state.corrected_round === 0 ? "Session finished: the model was right at once (round 0)."
-        : `Session finished: the model was corrected in round ${state.corrected_round}.`);
+      text($("outcome"), state.corrected_round === null ? gettext("Session finished: the model was never corrected.")
+        : state.corrected_round === 0 ? gettext("Session finished: the model was right at once (round 0).")
+        : fmt(gettext("Session finished: the model was corrected in round %(round)s."), {round: state.corrected_round}));
     }
     const generating = s === "generating";
-    text($("status-line"), generating ? "The model is answering…" : "");
+    if (generating && generatingSince === null) generatingSince = Date.now();
+    if (!generating) generatingSince = null;
+    updateStatusLine();
     if (generating) ensurePolling(); else stopPolling();
+    if (s !== shownStatus) { shownStatus = s; moveFocus(s); }
+  }
+
+  function roundProgress() {
+    const s = state.status, last = state.rounds[state.rounds.length - 1];
+    if (s === "completed" || s === "abandoned") return gettext("finished");
+    const index = s === "awaiting_feedback" ? state.next_round : last ? last.index : 0;
+    return index === 0 ? gettext("first answer") : fmt(gettext("round %(index)s of %(max)s"), {index, max: state.max_rounds});
+  }
+
+  // One status line while the model answers, with the time it has taken; a word when it is slow.
+  function updateStatusLine() {
+    if (state.status !== "generating") { text($("status-line"), ""); return; }
+    const seconds = Math.round((Date.now() - generatingSince) / 1000);
+    text($("status-line"), seconds < SLOW_AFTER_S ? fmt(gettext("The model is answering… %(seconds)s s"), {seconds})
+      : fmt(gettext("The model is taking longer than usual (%(seconds)s s). Keep this page open: if the call fails, a Retry button appears here."), {seconds}));
+  }
+
+  // Focus goes where the next action is, once per change of state, never while the annotator types elsewhere.
+  function moveFocus(s) {
+    const active = document.activeElement;
+    if (active && active !== document.body && active.matches("input, textarea, select") && active.id !== "feedback-input") return;
+    if (!canAct) return;
+    if (s === "awaiting_feedback") $("feedback-input").focus();
+    else if (s === "awaiting_verdict") $("verdict-question").focus(); // neither verdict is the default
+    else if (s === "failed") $("retry-button").focus();
+    else if (s === "completed") $("next-button").focus();
+  }
+
+  function timeOnItem() {
+    const started = Date.parse(root.dataset.startedAt);
+    if (Number.isNaN(started)) return;
+    const seconds = Math.max(0, Math.round((Date.now() - started) / 1000));
+    const mm = Math.floor(seconds / 60), ss = String(seconds % 60).padStart(2, "0");
+    text($("time-on-item"), fmt(gettext("%(time)s on this item"), {time: `${mm}:${ss}`}));
   }
 
   function applyChunk(event) {
@@ -126,8 +184,6 @@
     if (event.seq > seq + 1) { requestSnapshot(); } // a gap: the snapshot will repair it
     answer.textContent += event.text;
     answer.dataset.seq = event.seq;
-    const verdict = li.querySelector(".verdict");
-    verdict.className = "verdict pending"; text(verdict, "Model is answering…");
   }
 
   function requestSnapshot() {
@@ -160,16 +216,16 @@
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     socket = new WebSocket(`${scheme}://${location.host}/ws/sessions/${sessionId}/`);
-    socket.onopen = () => { text($("connection"), "Live"); stopPolling(); };
+    socket.onopen = () => { text($("connection"), gettext("Live")); stopPolling(); };
     socket.onmessage = (message) => {
       const event = JSON.parse(message.data);
       lastEventAt = Date.now();
       if (event.type === "snapshot") { state = event.session; render(); }
       else if (event.type === "chunk") applyChunk(event);
-      else if (event.type === "draft_saved" && event.id === draftId) text($("draft-status"), "Draft saved");
+      else if (event.type === "draft_saved" && event.id === draftId) text($("draft-status"), gettext("Draft saved"));
     };
     socket.onclose = () => {
-      text($("connection"), "Reconnecting…");
+      text($("connection"), gettext("Reconnecting…"));
       if (state.status === "generating") ensurePolling();
       setTimeout(connect, 2000);
     };
@@ -183,13 +239,20 @@
     return id;
   }
 
+  // The warning names what the typed text states (never whether it is right); editing is the default.
+  function showLeakWarning(body) {
+    const list = $("leak-detected");
+    list.replaceChildren(...(body.detected || []).map((what) => { const li = document.createElement("li"); li.textContent = what; return li; }));
+    $("leak-warning").hidden = false; text($("leak-message"), body.detail); $("leak-edit").focus();
+  }
+
   async function sendFeedback(confirmLeak) {
     if (sending) return;
     const input = $("feedback-input");
     const feedback = input.value.trim();
     const error = $("feedback-error");
     error.hidden = true;
-    if (!feedback) { error.hidden = false; text(error, "Type your feedback first."); input.focus(); return; }
+    if (!feedback) { error.hidden = false; text(error, gettext("Type your feedback first.")); input.focus(); return; }
     sending = true;
     $("feedback-submit").disabled = true;
     try {
@@ -203,12 +266,12 @@
         input.value = ""; typingStartedAt = null; $("leak-warning").hidden = true;
         state = body; render();
       } else if (body.code === "ground_truth_leak") {
-        $("leak-warning").hidden = false; text($("leak-message"), body.detail); $("leak-confirm").focus();
+        showLeakWarning(body);
       } else {
-        error.hidden = false; text(error, body.detail || `Could not send (${response.status}).`);
+        error.hidden = false; text(error, body.detail || fmt(gettext("Could not send (%(status)s)."), {status: response.status}));
       }
     } catch (e) {
-      error.hidden = false; text(error, "Network problem: your text is kept; press Send again.");
+      error.hidden = false; text(error, gettext("Network problem: your text is kept; press Send again."));
     } finally {
       sending = false; $("feedback-submit").disabled = false;
     }
@@ -226,9 +289,99 @@
         return;
       }
       const response = await api("draft/", {draft});
-      if (response.ok) text($("draft-status"), "Draft saved");
+      if (response.ok) text($("draft-status"), gettext("Draft saved"));
     }, 600);
   }
+
+  async function setVerdict(correct) {
+    const r = await api("verdict/", {correct});
+    if (r.ok) { state = await r.json(); render(); }
+  }
+
+  async function retry() {
+    const r = await api("retry/", {});
+    if (r.ok) { state = await r.json(); render(); }
+  }
+
+  function skipReason() {
+    const picked = document.querySelector('input[name="skip-reason"]:checked');
+    if (!picked) return "";
+    return picked.value || $("skip-reason").value.trim();
+  }
+
+  async function skip() {
+    const reason = skipReason();
+    if (!reason) {
+      $("skip-error").hidden = false;
+      text($("skip-error"), gettext("Pick a reason, or choose Other and say why."));
+      (document.querySelector('input[name="skip-reason"]:checked') ? $("skip-reason") : $("skip-first-reason")).focus();
+      return;
+    }
+    const r = await api("skip/", {reason});
+    if (r.ok) { window.location.href = "/?annotate=1"; return; }
+    const body = await r.json().catch(() => ({}));
+    $("skip-error").hidden = false; text($("skip-error"), body.detail || gettext("Could not skip."));
+  }
+
+  function openSkip() {
+    $("skip-panel").open = true;
+    $("skip-first-reason").focus();
+  }
+
+  // Zoom and pan for task images, by mouse (wheel, drag) or keyboard (+, -, arrows).
+  const zoom = {scale: 1, x: 0, y: 0, drag: null};
+  function applyZoom() {
+    $("zoom-image").style.transform = `translate(${zoom.x}px, ${zoom.y}px) scale(${zoom.scale})`;
+  }
+  function openZoom(img) {
+    Object.assign(zoom, {scale: 1, x: 0, y: 0, drag: null});
+    const big = $("zoom-image");
+    big.src = img.src; big.alt = img.alt;
+    applyZoom();
+    $("image-zoom").showModal();
+  }
+  function zoomBy(factor) { zoom.scale = Math.min(8, Math.max(1, zoom.scale * factor)); applyZoom(); }
+  $("image-zoom").addEventListener("keydown", (e) => {
+    const pan = {ArrowLeft: [40, 0], ArrowRight: [-40, 0], ArrowUp: [0, 40], ArrowDown: [0, -40]}[e.key];
+    if (e.key === "+" || e.key === "=") zoomBy(1.25);
+    else if (e.key === "-") zoomBy(0.8);
+    else if (pan) { zoom.x += pan[0]; zoom.y += pan[1]; applyZoom(); }
+    else return;
+    e.preventDefault();
+  });
+  $("zoom-viewport").addEventListener("wheel", (e) => { e.preventDefault(); zoomBy(e.deltaY < 0 ? 1.15 : 0.87); }, {passive: false});
+  $("zoom-viewport").addEventListener("pointerdown", (e) => { zoom.drag = [e.clientX - zoom.x, e.clientY - zoom.y]; });
+  $("zoom-viewport").addEventListener("pointermove", (e) => {
+    if (!zoom.drag) return;
+    zoom.x = e.clientX - zoom.drag[0]; zoom.y = e.clientY - zoom.drag[1]; applyZoom();
+  });
+  window.addEventListener("pointerup", () => { zoom.drag = null; });
+
+  $("shortcuts-open").addEventListener("click", () => $("shortcuts").showModal());
+
+  // Single-key shortcuts work whenever the focus is not in a text field (Esc leaves the feedback box).
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || document.querySelector("dialog[open]")) return;
+    const target = e.target;
+    if (target.matches && target.matches("textarea, input[type=text]")) {
+      if (e.key === "Escape") { e.preventDefault(); target.blur(); $("transcript-heading").focus(); }
+      return;
+    }
+    const visible = (id) => !$(id).hidden;
+    const key = e.key.toLowerCase();
+    let done = true;
+    if (e.key === "?") $("shortcuts").showModal();
+    else if (!canAct) done = false;
+    else if (key === "f" && visible("feedback-form")) $("feedback-input").focus();
+    else if (key === "c" && visible("verdict-panel")) setVerdict(true);
+    else if (key === "w" && visible("verdict-panel")) setVerdict(false);
+    else if (key === "r" && visible("retry-panel")) retry();
+    else if (key === "s" && visible("skip-panel")) openSkip();
+    else if (key === "n" && visible("done-panel")) $("next-button").click();
+    else if (e.key === "Enter" && target.name === "skip-reason") { target.checked = true; skip(); }
+    else done = false;
+    if (done) e.preventDefault();
+  });
 
   if (canAct) {
     $("feedback-form").addEventListener("submit", (e) => { e.preventDefault(); sendFeedback(false); });
@@ -237,18 +390,18 @@
     });
     $("feedback-input").addEventListener("input", () => { if (!typingStartedAt) typingStartedAt = performance.now(); scheduleDraftSave(); });
     $("leak-confirm").addEventListener("click", () => sendFeedback(true));
-    $("retry-button").addEventListener("click", async () => { const r = await api("retry/", {}); if (r.ok) { state = await r.json(); render(); } });
-    $("verdict-correct").addEventListener("click", async () => { const r = await api("verdict/", {correct: true}); if (r.ok) { state = await r.json(); render(); } });
-    $("verdict-wrong").addEventListener("click", async () => { const r = await api("verdict/", {correct: false}); if (r.ok) { state = await r.json(); render(); } });
+    $("leak-edit").addEventListener("click", () => { $("leak-warning").hidden = true; $("feedback-input").focus(); });
+    $("retry-button").addEventListener("click", retry);
+    $("verdict-correct").addEventListener("click", () => setVerdict(true));
+    $("verdict-wrong").addEventListener("click", () => setVerdict(false));
     setInterval(() => { if (state.status !== "completed") api("heartbeat/", {}); }, 60000);
-    $("skip-button").addEventListener("click", async () => {
-      const r = await api("skip/", {reason: $("skip-reason").value});
-      if (r.ok) { window.location.href = "/?annotate=1"; return; }
-      const body = await r.json().catch(() => ({}));
-      $("skip-error").hidden = false; text($("skip-error"), body.detail || "Could not skip.");
-    });
+    $("skip-button").addEventListener("click", skip);
+    $("skip-reason").addEventListener("input", () => { $("skip-other").checked = true; });
+    $("skip-reason").addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); skip(); } });
   }
 
+  setInterval(() => { timeOnItem(); updateStatusLine(); }, 1000);
+  timeOnItem();
   render();
   connect();
 })();

@@ -1,5 +1,3 @@
-from unittest import mock
-
 import pytest
 
 
@@ -10,7 +8,14 @@ def in_memory_channel_layer(settings):
 
 
 @pytest.fixture
-def no_dispatch():
-    """The broker is the outside world: tests that only look at reservations or run rounds in-process."""
-    with mock.patch("annotate.services.sessions.round_generation_queue"):
-        yield
+def session_and_cookie(annotator, simulated_model, no_dispatch):
+    """An annotator's fresh session and the login cookie that opens its WebSocket."""
+    from django.test import Client
+
+    from annotate.queue.services import assignment_next
+    from tests.factories import make_batch
+
+    session = assignment_next(annotator=annotator, batch=make_batch(models=[simulated_model])).session
+    client = Client()
+    client.force_login(annotator)
+    return session, client.cookies["sessionid"].value

@@ -9,10 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.db import connections
 
+from annotate.assignments import assignment_complete
 from annotate.models import Assignment, Round, Session
-from annotate.services import generation
-from annotate.services.queue import assignment_complete
-from annotate.services.sessions import round_submit_feedback
+from annotate.sessions import generation
+from annotate.sessions.services import round_submit_feedback
 
 
 def run_pending_round(session: Session) -> Round:

@@ -32,16 +32,22 @@ def _worker_settles_before_flush(request, transactional_db):
 
 @pytest.fixture
 def page(browser):
+    """A fresh page; any Content-Security-Policy violation it logs fails the test (scripts, the WebSocket, images
+    must all pass the policy the app sends)."""
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(30_000)
+    violations = []
+    page.on("console", lambda message: violations.append(message.text)
+            if "Content Security Policy" in message.text or "Refused to" in message.text else None)
     yield page
     context.close()
+    assert not violations, f"CSP violations: {violations}"
 
 
 def login(page, base_url: str, username: str, password: str = "pw-for-tests") -> None:
     page.goto(f"{base_url}/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", password)
-    page.click("button[type=submit]")
+    page.click("#main button[type=submit]")  # the login form's, not the top bar's language button
     page.wait_for_url(lambda url: "/login/" not in url)

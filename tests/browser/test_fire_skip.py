@@ -2,8 +2,9 @@
 then Enter in the reason skips it through the API and the next conversation opens."""
 
 import pytest
+from playwright.sync_api import expect
 
-from annotate.importers.fire import import_fire
+from annotate.imports.batches import import_fire
 from annotate.models import Assignment
 from tests.annotate.fire.fire_data import sample_records, write_images_dir, write_json
 from tests.browser.conftest import login
@@ -25,7 +26,7 @@ def test_skip_with_the_keyboard_then_the_next_item(page, annotator, live_server,
 
     page.focus("#skip-summary")
     page.keyboard.press("Enter")  # opens the panel; the focus goes to the reason
-    page.wait_for_function("document.activeElement.id === 'skip-reason'")
+    expect(page.locator("#skip-reason")).to_be_focused()
     page.keyboard.press("Enter")  # no reason yet
     error = page.locator("#skip-error")
     error.wait_for(state="visible")

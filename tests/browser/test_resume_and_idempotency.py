@@ -1,6 +1,9 @@
 """Reloads and double submits in a real browser: nothing typed is lost, nothing is sent twice."""
 
+import re
+
 import pytest
+from playwright.sync_api import expect
 
 from annotate.models import Round, Session
 from tests.browser.conftest import login
@@ -22,7 +25,7 @@ def open_first_session(page, base_url, annotator, chunk_delay):
 def test_reload_mid_generation_and_mid_typing_keeps_everything(page, annotator, asgi_server, celery_worker_process):
     session = open_first_session(page, asgi_server, annotator, chunk_delay=0.2)
     answer = page.locator('li[data-round="0"] .answer-text')
-    page.wait_for_function("() => document.querySelector('li[data-round=\"0\"] .answer-text')?.textContent.length > 10")
+    expect(page.locator('li[data-round="0"] .answer-text')).to_have_text(re.compile(r".{11,}", re.S))
     page.reload()  # the model is still answering
     # The snapshot brings back what was streamed so far, then the stream carries on to the end.
     page.wait_for_selector('li[data-round="0"] .verdict.wrong', timeout=30_000)

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from annotate.models import Round, Session
-from annotate.services.queue import assignment_next
+from annotate.queue.services import assignment_next
 from tests import stack
 from tests.factories import ModelConfigFactory, make_batch
 

@@ -128,7 +128,7 @@ def test_filters_served_by_counters_and_by_date_agree(mixed_batch):
 def test_recompute_job_runs_once(mixed_batch, django_capture_on_commit_callbacks, monkeypatch):
     batch, _ = mixed_batch
     sent = []
-    monkeypatch.setattr(evaluation_tasks.outcome_recompute, "apply_async", lambda args, **kw: sent.append(args))
+    monkeypatch.setattr("annotate.queue_contract.send_task", lambda name, args, **kw: sent.append(args))
     with django_capture_on_commit_callbacks(execute=True):
         job = services.recompute_job_create(batch=batch)
     assert sent == [[job.id]] and job.kind == Job.Kind.AGGREGATE and job.status == Job.Status.QUEUED
@@ -146,7 +146,7 @@ def test_recompute_job_fails_clearly_when_the_broker_is_down(mixed_batch, django
     def refuse(*args, **kwargs):
         raise ConnectionRefusedError("redis refused the connection")
 
-    monkeypatch.setattr(evaluation_tasks.outcome_recompute, "apply_async", refuse)
+    monkeypatch.setattr("annotate.queue_contract.send_task", refuse)
     with django_capture_on_commit_callbacks(execute=True):
         job = services.recompute_job_create(batch=batch)
     job.refresh_from_db()

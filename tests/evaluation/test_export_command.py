@@ -86,7 +86,7 @@ def test_empty_batch_exports_an_empty_table():
 
 
 def test_fire_ratings_table(annotator):
-    """FIRE Table A1 from final ratings (built by evaluation.fire_reports)."""
+    """FIRE Table A1 from final ratings (built by evaluation.fire.reports)."""
     batch = BatchFactory(name="fire-pilot", kind="fire")
     conversation = Conversation.objects.create(batch=batch, external_id="c1", question="Q?", split="test")
     scores = {("feedback", 1): 4, ("response", 2): 2, ("feedback", 3): 5}

@@ -164,8 +164,7 @@ def test_session_exports_stream_jsonl_and_fire(token_client, batch, annotator):
     assert records[0]["score"] == [1, 10] and records[0]["round"] == 1
 
 
-def test_recompute_job(token_client, batch, django_capture_on_commit_callbacks, monkeypatch):
-    monkeypatch.setattr(evaluation_tasks.outcome_recompute, "apply_async", lambda *a, **k: None)
+def test_recompute_job(token_client, batch, django_capture_on_commit_callbacks, sent_tasks):
     with django_capture_on_commit_callbacks(execute=True):
         response = token_client.post(f"/api/batches/{batch.id}/recompute/")
     assert response.status_code == 202

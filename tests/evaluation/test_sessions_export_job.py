@@ -17,7 +17,7 @@ from kombu.exceptions import OperationalError as BrokerError
 from rest_framework.authtoken.models import Token
 
 from annotate.models import Job, Session, User
-from evaluation import export_jobs, exports, services
+from evaluation import export_jobs, exports, selectors, services
 from evaluation import tasks as evaluation_tasks
 from evaluation.exporters.sessions import session_record
 from evaluation.filters import NO_FILTERS, ReportFilters
@@ -58,7 +58,7 @@ def batch(researcher, annotator, media):
 def queued(monkeypatch):
     """The broker is the outside world: record what would be queued, the test then runs the task itself."""
     sent: list[int] = []
-    monkeypatch.setattr(evaluation_tasks.sessions_export, "apply_async", lambda args, **kw: sent.append(args[0]))
+    monkeypatch.setattr("annotate.queue_contract.send_task", lambda name, args, **kw: sent.append(args[0]))
     return sent
 
 
@@ -105,7 +105,7 @@ def test_task_writes_every_completed_session_once(batch, researcher, annotator, 
     assert job.report["filename"] == "pilot-study-sessions.jsonl" and job.result_file.name.startswith("jobs/")
     # The same bytes as the direct export: no field (ground truth included) beyond what it already carries.
     assert content == exports.build_export(batch, "sessions", "jsonl").read()
-    sessions = {s.id: s for s in _completed(batch).select_related("task", "model_config", "annotator")}
+    sessions = {s.id: s for s in selectors.export_sessions(batch)}
     for record in records:
         assert set(record) == set(session_record(sessions[record["session_id"]]))
         assert record["annotator"] == annotator.pseudonym
@@ -234,7 +234,7 @@ def test_broker_down_fails_the_job_and_never_runs_it_in_process(token_client, ba
     def unreachable(*args, **kwargs):
         raise BrokerError("Error 111 connecting to redis:6379. Connection refused.")
 
-    monkeypatch.setattr(evaluation_tasks.sessions_export, "apply_async", unreachable)
+    monkeypatch.setattr("annotate.queue_contract.send_task", unreachable)
     with mock.patch.object(export_jobs, "sessions_export_job_run") as run:
         with django_capture_on_commit_callbacks(execute=True):
             response = token_client.post(f"/api/batches/{batch.id}/exports/sessions/", {}, format="json")

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import base64
-import random
 import socket
+import time
 
 import pytest
 
 from models_runtime import (
+    EmptyAnswerError,
     GenerationSettings,
     ImagePart,
     Message,
     ModelRequest,
     PermanentModelError,
+    RetryPolicy,
+    StreamBrokenError,
     TransientModelError,
 )
 from models_runtime.backends.openai import OpenAIBackend
@@ -148,11 +151,13 @@ def test_a_stream_that_stalls_after_starting_is_not_retried(fake_openai):
     stream = backend_for(fake_openai, read_timeout=0.3).stream(ask())
     received = []
 
-    with pytest.raises(TransientModelError, match="after it started"):
+    with pytest.raises(StreamBrokenError, match="broke off after 11 characters.*timed out") as error:
         for chunk in stream:
             received.append(chunk)
 
     assert received == ["The ", "answer "]
+    assert error.value.partial_text == "The answer "
+    assert stream.result is None
     assert len(fake_openai.requests) == 1  # retrying would repeat text the caller has already shown
 
 
@@ -178,14 +183,12 @@ def test_extra_body_is_merged_and_none_removes_a_key(fake_openai):
     assert result.prompt_tokens is None  # no usage without include_usage
 
 
-def test_backoff_is_exponential_with_full_jitter_and_honours_retry_after(monkeypatch):
-    backend = OpenAIBackend({"base_url": "http://127.0.0.1:9/v1", "model": "m", "backoff_base": 0.5})
-    random.seed(0)
+def test_retry_settings_make_the_backend_retry_policy():
+    backend = OpenAIBackend({"base_url": "http://127.0.0.1:9/v1", "model": "m", "max_retries": 4,
+                             "backoff_base": 0.25, "max_backoff": 8, "retry_budget": 45})
 
-    for attempt in range(4):
-        assert all(0 <= backend._backoff(attempt, None) <= 0.5 * 2**attempt for _ in range(50))
-    assert backend._backoff(0, 3.0) >= 3.0
-    assert backend._backoff(0, 10_000) <= 30.0
+    assert backend.retry_policy == RetryPolicy(max_attempts=5, base_delay=0.25, max_delay=8, total_seconds=45)
+    assert OpenAIBackend({"base_url": "http://x/v1", "model": "m"}).retry_policy.max_attempts == 3
 
 
 @pytest.mark.parametrize(
@@ -195,6 +198,8 @@ def test_backoff_is_exponential_with_full_jitter_and_honours_retry_after(monkeyp
         ({"base_url": "http://x/v1"}, '"model"'),
         ({"base_url": "127.0.0.1:8001/v1", "model": "m"}, "http://"),
         ({"base_url": "http://x/v1", "model": "m", "api_key": "sk-oops"}, "unknown openai setting"),
+        ({"base_url": "http://x/v1", "model": "m", "max_retries": -1}, "max_attempts must be >= 1"),
+        ({"base_url": "http://x/v1", "model": "m", "retry_budget": "soon"}, "bad openai retry setting"),
     ],
 )
 def test_bad_settings_are_permanent_errors(settings, message):
@@ -210,3 +215,134 @@ def test_closing_a_stream_early_drops_the_connection(fake_openai):
     stream.close()  # returns at once instead of waiting for the stalled server
 
     assert stream.result is None
+
+
+# --- what a 200 may carry ------------------------------------------------------------------------------------
+
+
+def test_a_plain_json_completion_is_one_chunk(fake_openai):
+    fake_openai.respond_as = "json"  # a server that ignores "stream": true
+    stream = backend_for(fake_openai).stream(ask())
+
+    chunks = list(stream)
+
+    assert chunks == ["The answer is B.\nAnswer: B"]
+    assert stream.result.text == "The answer is B.\nAnswer: B"
+    assert (stream.result.prompt_tokens, stream.result.completion_tokens) == (17, 5)
+    assert len(fake_openai.requests) == 1
+
+
+@pytest.mark.parametrize("respond_as", ["sse", "json"])
+def test_an_empty_answer_is_a_model_error_not_an_answer(fake_openai, respond_as):
+    fake_openai.respond_as = respond_as
+    fake_openai.chunks = []
+
+    stream = backend_for(fake_openai).stream(ask())
+    with pytest.raises(EmptyAnswerError, match="'tiny-model' gave an empty answer \\(finish_reason='stop'\\)"):
+        stream.collect()
+
+    assert stream.result is None
+    assert len(fake_openai.requests) == 1  # the same prompt would most likely give the same nothing
+
+
+def test_a_whitespace_answer_is_empty_too(fake_openai):
+    fake_openai.chunks = ["\n", "  "]
+
+    with pytest.raises(EmptyAnswerError, match="only whitespace"):
+        backend_for(fake_openai).stream(ask()).collect()
+
+
+def test_a_web_page_is_a_permanent_error_naming_the_content_type(fake_openai):
+    fake_openai.respond_as = "html"
+
+    with pytest.raises(PermanentModelError, match="content type 'text/html'.*Welcome to nginx"):
+        backend_for(fake_openai).stream(ask()).collect()
+    assert len(fake_openai.requests) == 1
+
+
+def test_an_error_event_after_some_chunks_keeps_the_text_and_is_not_an_answer(fake_openai):
+    fake_openai.stream_errors = [2]
+    stream = backend_for(fake_openai).stream(ask())
+    received = []
+
+    with pytest.raises(StreamBrokenError) as error:
+        for chunk in stream:
+            received.append(chunk)
+
+    assert received == ["The ", "answer "]
+    assert error.value.partial_text == "The answer "
+    assert "server error in stream: CUDA out of memory" in str(error.value)
+    assert stream.result is None
+    assert len(fake_openai.requests) == 1
+
+
+def test_an_error_event_before_the_first_chunk_is_retried(fake_openai):
+    fake_openai.stream_errors = [0]
+
+    result = backend_for(fake_openai).stream(ask()).collect()
+
+    assert result.text == "The answer is B.\nAnswer: B"
+    assert len(fake_openai.requests) == 2
+
+
+def test_a_stream_cut_off_without_done_or_finish_reason_is_broken(fake_openai):
+    fake_openai.truncate_after_chunks = 3
+
+    with pytest.raises(StreamBrokenError, match="without \\[DONE\\] or a finish_reason") as error:
+        backend_for(fake_openai).stream(ask()).collect()
+    assert error.value.partial_text == "The answer is "
+
+
+# --- one retry policy ----------------------------------------------------------------------------------------
+
+
+def test_retry_after_is_honoured_then_jittered(fake_openai):
+    fake_openai.failures = [(429, {"Retry-After": "2"})]
+
+    result = backend_for(fake_openai).stream(ask()).collect()
+
+    assert result.text.endswith("Answer: B")
+    first, second = (request["at"] for request in fake_openai.requests)
+    assert 2.0 <= second - first <= 2.0 * 1.2 + 0.5  # never earlier than asked; at most the 20 % jitter (+ slack)
+
+
+def test_attempts_of_one_call_stay_within_the_budget(fake_openai):
+    fake_openai.failures = [(429, {"Retry-After": "0.3"})] * 10
+
+    with pytest.raises(TransientModelError, match="gave up after 3 attempt.*429") as error:
+        backend_for(fake_openai, max_retries=2).stream(ask()).collect()
+
+    assert len(fake_openai.requests) == 3
+    assert error.value.retry_after == 0.3
+
+
+def test_a_retry_after_longer_than_the_budget_left_ends_the_call_at_once(fake_openai):
+    fake_openai.failures = [(429, {"Retry-After": "30"})] * 3
+    started = time.monotonic()
+
+    with pytest.raises(TransientModelError, match="asked to wait 30 s.*10 s retry budget"):
+        backend_for(fake_openai, retry_budget=10).stream(ask()).collect()
+
+    assert len(fake_openai.requests) == 1
+    assert time.monotonic() - started < 5  # it did not sit out a wait it could not use
+
+
+def test_a_rate_limit_window_is_waited_out(fake_openai):
+    fake_openai.rate_limited_until = time.monotonic() + 1.0  # Retry-After: the seconds left, rounded up
+
+    result = backend_for(fake_openai).stream(ask()).collect()
+
+    assert result.text.endswith("Answer: B")
+    assert len(fake_openai.requests) == 2
+    assert fake_openai.requests[1]["at"] - fake_openai.requests[0]["at"] >= 1.0
+
+
+def test_retry_after_as_an_http_date_is_honoured(fake_openai):
+    from email.utils import formatdate
+
+    fake_openai.failures = [(429, {"Retry-After": formatdate(time.time() + 2, usegmt=True)})]
+
+    backend_for(fake_openai).stream(ask()).collect()
+
+    first, second = (request["at"] for request in fake_openai.requests)
+    assert second - first >= 1.0  # an HTTP date has whole seconds: 2 s ahead is at least 1 s from now

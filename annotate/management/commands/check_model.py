@@ -3,8 +3,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.errors import NotFound
-from annotate.selectors.model_configs import model_config_get
-from annotate.services.model_check import model_check_execute
+from annotate.modelconfigs.check import model_check_execute
+from annotate.modelconfigs.selectors import model_config_get
 from models_runtime import ModelError
 
 

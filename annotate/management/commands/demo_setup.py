@@ -6,8 +6,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from annotate import demo
 from annotate.models import User
-from annotate.services import demo
 
 
 class Command(BaseCommand):

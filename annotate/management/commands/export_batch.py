@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.errors import ApplicationError
+from annotate.imports.batches import batch_export_interfeedback
 from annotate.models import Batch
-from annotate.services.batches import batch_export_interfeedback
 
 
 class Command(BaseCommand):

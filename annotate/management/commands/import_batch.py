@@ -14,8 +14,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotate.errors import ApplicationError
-from annotate.importers import IMPORTERS
-from annotate.services.batches import batch_import
+from annotate.imports.batches import batch_import
+from annotate.imports.registry import IMPORTERS
 
 _ROWS_SUFFIXES = {".csv", ".tsv", ".parquet"}
 
@@ -55,7 +55,12 @@ class Command(BaseCommand):
         parser.add_argument("--overlap", help="annotators per item (K)")
         parser.add_argument("--max-rounds", help="feedback rounds (default 3)")
         parser.add_argument("--gold-rate", help="share of gold/attention items, 0..1")
+        parser.add_argument("--allow-repeat-tasks", action="store_true", default=None,
+                            help="serve a task again to an annotator with another model while they have not seen "
+                                 "its answer (default: each annotator gets each task once)")
         parser.add_argument("--templates", help="JSON file of prompt templates")
+        parser.add_argument("--instructions", help="Markdown file shown to annotators at the top of every item")
+        parser.add_argument("--researchers", help="usernames who may read the batch (a,b), or '*' for every researcher")
         parser.add_argument("--map", dest="mapping", help="rows: field=column,... e.g. question=question,id=qid")
         parser.add_argument("--images", help="a directory (or, for FIRE, a zip) holding the images")
         parser.add_argument("--category", help="rows: category for every task when the file has none")
@@ -68,12 +73,18 @@ class Command(BaseCommand):
         path = Path(opts["path"])
         kind = opts["kind"] or ("rows" if path.suffix.lower() in _ROWS_SUFFIXES else "interfeedback")
         settings = {"models": opts["models"], "overlap": opts["overlap"], "max_rounds": opts["max_rounds"],
-                    "gold_rate": opts["gold_rate"]}
+                    "gold_rate": opts["gold_rate"], "allow_repeat_tasks": opts["allow_repeat_tasks"],
+                    "researchers": opts["researchers"]}
         if opts["templates"]:
             try:
                 settings["prompt_templates"] = Path(opts["templates"]).read_text(encoding="utf-8")
             except OSError as error:
                 raise CommandError(f"--templates: {error}") from None
+        if opts["instructions"]:
+            try:
+                settings["instructions"] = Path(opts["instructions"]).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as error:
+                raise CommandError(f"--instructions: {error}") from None
         options = {key: value for key, value in (("map", opts["mapping"]), ("images", opts["images"]),
                                                  ("images_dir", opts["images"]), ("category", opts["category"]))
                    if value}

@@ -11,9 +11,9 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
+from annotate.crowd.services import batch_set_completion_code, invite_token_create
 from annotate.errors import ApplicationError
 from annotate.models import Batch
-from annotate.services.crowd import batch_set_completion_code, invite_token_create
 
 PROLIFIC_PARAMS = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
 

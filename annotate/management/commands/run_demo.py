@@ -12,7 +12,8 @@ import urllib.request
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate import embedded_redis
+from annotate.celery import WORKER_OPTIONS
+from annotate.server import embedded_redis
 
 MODEL_QUEUES = ["model.simulated", "model.replay", "model.transformers", "model.openai"]
 
@@ -30,10 +31,13 @@ class Command(BaseCommand):
             self.stdout.write(f"Embedded Redis on {settings.REDIS_URL}")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         python = sys.executable
-        queues = ",".join(["default", *MODEL_QUEUES])
+        queues = ",".join(["default", *MODEL_QUEUES, settings.BENCH_QUEUE])  # bench runs started from the pages too
         children = [
             subprocess.Popen([python, "-m", "celery", "-A", "annotate", "worker", "-Q", queues, "-c", "2",
-                              "--loglevel", "INFO", "-n", "demo@%h"], env=env),
+                              "--loglevel", "WARNING", "-n", "demo@%h", *WORKER_OPTIONS], env=env),  # quiet: beat runs a task every 5 s
+            # Periodic work: stalled rounds are failed with Retry, old export files expire.
+            subprocess.Popen([python, "-m", "celery", "-A", "annotate", "beat", "--loglevel", "WARNING",
+                              "-s", str(settings.VAR_DIR / "celerybeat-schedule")], env=env),
             subprocess.Popen([python, "-m", "daphne", "-b", host, "-p", str(port), "annotate.asgi:application"],
                              env=env),
         ]

@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from annotate.models import Rating
-from annotate.services.queue import assignment_next
+from annotate.queue.services import assignment_next
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -10,10 +10,10 @@ from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotate.importers.fire import import_fire
+from annotate.imports.batches import import_fire
 from annotate.models import Batch, WorkItem
 from tests.annotate.fire.fire_data import write_sample
-from tests.annotate.fire.test_fire_reports import SCORES
+from tests.evaluation.fire.test_fire_reports import SCORES
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from annotate.importers import IMPORTERS
-from annotate.importers.fire import FireImporter, import_fire
+from annotate.fire.importers.fire import FireImporter
+from annotate.imports.batches import import_fire
+from annotate.imports.registry import IMPORTERS
 from annotate.models import Batch, Conversation, ImageBlob, Turn, WorkItem
 from tests.annotate.fire.fire_data import (
     sample_records,

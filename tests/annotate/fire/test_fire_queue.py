@@ -8,8 +8,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from annotate.assignments import assignment_complete, assignments_expire
 from annotate.models import Assignment, Session, WorkItem
-from annotate.services.queue import assignment_complete, assignment_next, assignments_expire
+from annotate.queue.services import assignment_next
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +63,7 @@ def test_expired_lease_returns_the_conversation_to_the_pool(fire_batch):
     assert again.work_item_id == taken[0].work_item_id
 
 
-@mock.patch("annotate.services.sessions.round_generation_queue")
+@mock.patch("annotate.sessions.services.round_generation_queue")
 def test_fire_and_interfeedback_batches_share_the_queue(_dispatch, fire_batch):
     interfeedback = make_batch(models=[ModelConfigFactory()], tasks=1)
     annotator = UserFactory()

@@ -6,10 +6,10 @@ import pytest
 from django.utils import timezone
 
 from annotate.errors import ApplicationError, Conflict, NotFound
+from annotate.fire.selectors import conversation_payload
+from annotate.fire.services import ratings_save
 from annotate.models import Assignment, Rating, WorkItem
-from annotate.selectors.conversations import conversation_payload
-from annotate.services.queue import assignment_next
-from annotate.services.ratings import ratings_save
+from annotate.queue.services import assignment_next
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -120,7 +120,7 @@ def test_only_the_assigned_annotator_can_save(reserved):
 def test_work_finished_after_the_lease_expired_still_counts(reserved, annotator):
     assignment, conversation = reserved
     Assignment.objects.filter(pk=assignment.pk).update(lease_expires_at=timezone.now() - timedelta(minutes=1))
-    from annotate.services.queue import assignments_expire
+    from annotate.assignments import assignments_expire
 
     assignments_expire()
     ratings_save(annotator=annotator, conversation_id=conversation.id, scores=FULL, client_request_id="late",

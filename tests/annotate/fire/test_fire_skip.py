@@ -5,11 +5,12 @@ Every API: happy path, 403 for a reader, 404 for an outsider, bad input 400 with
 import pytest
 from django.urls import reverse
 
-from annotate.importers.fire import import_fire
+from annotate.assignments import assignments_expire
+from annotate.fire.services import conversation_skip, ratings_save
+from annotate.imports.batches import import_fire
 from annotate.models import Assignment, Batch, Rating, WorkItem
-from annotate.services.preferences import preference_save
-from annotate.services.queue import assignment_next, assignments_expire
-from annotate.services.ratings import conversation_skip, ratings_save
+from annotate.preference.services import preference_save
+from annotate.queue.services import assignment_next
 from tests.annotate.fire.fire_data import write_sample
 from tests.factories import UserFactory
 
@@ -185,7 +186,7 @@ def test_page_skip_access(client, fire_batch, conversation, researcher):
 
 
 def test_preference_conversations_can_be_skipped(api_client, tmp_path, annotator):
-    from annotate.services.batches import batch_import
+    from annotate.imports.batches import batch_import
     from tests.annotate.fire.fire_data import write_jsonl
 
     records = [{"id": "p1", "question": "Which is better?", "responses": ["A.", "B."]},
@@ -206,9 +207,10 @@ def test_openapi_schema_has_the_skip_route(client, researcher):
     client.force_login(researcher)
     schema = client.get(reverse("api-schema"), HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     skip = schema["paths"]["/api/conversations/{conversation_id}/skip/"]["post"]
-    assert set(skip["responses"]) == {"204", "400", "403", "404", "409"}
-    assert skip["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/ConversationSkipInput")
-    assert schema["components"]["schemas"]["ConversationSkipInput"]["required"] == ["reason"]
+    assert set(skip["responses"]) == {"204", "400", "403", "404", "409", "415"}
+    # Request and response components are split: the request side is named ...Request.
+    assert skip["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/ConversationSkipInputRequest")
+    assert schema["components"]["schemas"]["ConversationSkipInputRequest"]["required"] == ["reason"]
 
 
 def test_page_skip_after_submitting_shows_why_not(client, annotator, conversation):

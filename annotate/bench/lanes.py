@@ -1,0 +1,93 @@
+"""What every kind of run's lane shares: the lease on its row, cancel and time-slice checks, and model calls that
+return their error instead of raising it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import F, Q
+from django.utils import timezone
+
+from annotate.models import BenchLane, BenchRun, ModelConfig
+from models_runtime import GenerationSettings, Message, ModelRequest, TaskContext
+from models_runtime.base import ModelError
+from models_runtime.registry import get_backend
+
+
+def lease() -> timedelta:
+    """How long a lane's lease lasts without a renewal: a lane whose worker died is free again after this."""
+    return timedelta(seconds=settings.BENCH_LANE_LEASE_SECONDS)
+
+
+class LaneLost(Exception):
+    """The lane's lease went to another worker (ours was presumed dead), or the run was cancelled."""
+
+
+class LanePaused(Exception):
+    """The lane's time slice is over: it lets go of its lease and continues in a new task."""
+
+
+class LaneFailed(Exception):
+    """A model call failed: what was made so far is kept, and resuming the run retries from there."""
+
+
+@dataclass
+class ModelReply:
+    text: str
+    error: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: int | None = None
+
+
+def call(config: ModelConfig, messages: tuple[Message, ...], context: TaskContext) -> ModelReply:
+    """One model call through models_runtime; a model error is kept as the reply's error, never raised."""
+    try:
+        backend = get_backend(config.backend, config.backend_settings)
+        stream = backend.stream(ModelRequest(messages=messages, context=context,
+                                             settings=GenerationSettings.from_dict(config.generation)))
+        for _ in stream:
+            pass
+        result = stream.result
+    except ModelError as error:
+        return ModelReply(text="", error=str(error)[:2000])
+    return ModelReply(text=result.text, prompt_tokens=result.prompt_tokens,
+                      completion_tokens=result.completion_tokens, latency_ms=round(result.latency * 1000))
+
+
+class LeasedLane:
+    """What every kind of run's lane shares: its lease (renewed as it works), cancel and time-slice checks."""
+
+    def __init__(self, run: BenchRun, lane: int, token: str, deadline: float | None = None):
+        self.run, self.lane, self.token, self.deadline = run, lane, token, deadline
+        self.renewed_at = time.monotonic()
+
+    def keep_alive(self) -> None:
+        """Renew the lease between model calls too: a chunk of slow real models can outlast it."""
+        if time.monotonic() - self.renewed_at > lease().total_seconds() / 3:
+            self.renew()
+
+    def renew(self, calls: int = 0) -> None:
+        """Keep the lease (and count calls); stop when the run was cancelled or the lane taken over."""
+        kept = BenchLane.objects.filter(run=self.run, lane=self.lane, lease_token=self.token).update(
+            leased_until=timezone.now() + lease(), calls=F("calls") + calls)
+        self.renewed_at = time.monotonic()
+        if not kept:
+            raise LaneLost(f"lane {self.lane} of run {self.run.pk} is no longer ours")
+        if BenchRun.objects.filter(pk=self.run.pk, status=BenchRun.Status.CANCELLED).exists():
+            raise LaneLost(f"run {self.run.pk} was cancelled")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise LanePaused(f"lane {self.lane} of run {self.run.pk}: time slice over")
+
+    def work(self) -> None:
+        raise NotImplementedError
+
+
+def lane_claim(*, run_id: int, lane: int, token: str) -> bool:
+    now = timezone.now()
+    free = Q(lease_token="") | Q(leased_until__lt=now) | Q(lease_token=token)
+    return bool(BenchLane.objects.filter(free, run_id=run_id, lane=lane, done=False).update(
+        lease_token=token, leased_until=now + lease()))

@@ -1,0 +1,91 @@
+"""Batch import API (admins): multipart upload -> 202 with the import job; the job's status, progress, report."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate.imports.jobs import import_job_create
+from annotate.imports.registry import IMPORTERS
+from annotate.imports.selectors import import_job_get
+from annotate.jobs.serializers import JobSerializer
+from annotate.models import Job
+from annotate.server.api_schema import UrlPathField, errors
+
+
+class IsAdminRole(BasePermission):
+    message = "Only admins may import batches."
+
+    def has_permission(self, request, view) -> bool:
+        return bool(request.user and request.user.is_authenticated and request.user.is_admin_role)
+
+
+_ERRORS = errors(403, e403="Not signed in, or not an admin")
+
+
+class ImportCreateApi(APIView):
+    permission_classes = [IsAdminRole]
+    parser_classes = [MultiPartParser, FormParser]
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField(help_text="tasks .jsonl / .zip, FIRE .json, or rows .csv / .parquet")
+        images = serializers.FileField(required=False, help_text="FIRE / preference: the images zip for a JSON(L) file")
+        name = serializers.CharField(max_length=128, help_text="Batch name; re-importing into it is idempotent")
+        kind = serializers.ChoiceField(choices=sorted(IMPORTERS), default="interfeedback")
+        models = serializers.CharField(required=False, allow_blank=True, help_text="ModelConfig names, a,b")
+        overlap = serializers.IntegerField(required=False, min_value=1, max_value=100)
+        max_rounds = serializers.IntegerField(required=False, min_value=1, max_value=10)
+        gold_rate = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+        prompt_templates = serializers.JSONField(required=False)
+        allow_repeat_tasks = serializers.BooleanField(
+            required=False, allow_null=True,
+            help_text="Serve a task again to an annotator (another model) while they have not seen its answer")
+        researchers = serializers.CharField(required=False, allow_blank=True,
+                                            help_text="Usernames who may read the batch (a,b), or * for every researcher")
+        instructions = serializers.CharField(
+            required=False, allow_blank=True, trim_whitespace=False,
+            help_text="Markdown shown to annotators at the top of every item and on the batch's start page")
+        map = serializers.CharField(required=False, allow_blank=True, help_text="rows: field=column,...")
+        category = serializers.CharField(required=False, allow_blank=True, max_length=100)
+        update = serializers.BooleanField(default=False)
+        dry_run = serializers.BooleanField(default=False)
+
+        class Meta:
+            ref_name = "ImportCreateInput"  # nested "InputSerializer"s would collide in the OpenAPI schema
+
+    @extend_schema(request={"multipart/form-data": InputSerializer},
+                   responses={202: inline_serializer(name="ImportQueued", fields={
+                       "job_id": serializers.IntegerField(), "status": serializers.ChoiceField(choices=Job.Status.choices),
+                       "url": UrlPathField(), "page": UrlPathField()}),
+                       **_ERRORS, **errors(400, 415, e400="Bad upload or settings: `problems` lists each one")},
+                   summary="Upload a batch file; the import runs as a background job")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        keys = ("models", "overlap", "max_rounds", "gold_rate", "prompt_templates", "allow_repeat_tasks",
+                "instructions", "researchers")
+        settings = {key: values[key] for key in keys if values.get(key) not in (None, "")}
+        job = import_job_create(
+            upload=values["file"], name=values["name"], kind=values["kind"], created_by=request.user,
+            settings=settings, options={"map": values.get("map"), "category": values.get("category")},
+            update=values["update"], dry_run=values["dry_run"], images=values.get("images"),
+        )
+        return Response(
+            {"job_id": job.pk, "status": job.status, "url": reverse("api-import-job", args=[job.pk]),
+             "page": reverse("import-job", args=[job.pk])},
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+class ImportJobApi(APIView):
+    permission_classes = [IsAdminRole]
+
+    @extend_schema(responses={200: JobSerializer, **_ERRORS, **errors(404)}, summary="An import job: status, progress, and its report (counts, problems)")
+    def get(self, request, job_id: int):
+        return Response(JobSerializer(import_job_get(job_id)).data)

@@ -1,0 +1,112 @@
+"""Admin pages for batch import: the upload form, then a job page that follows progress and shows the report."""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+
+from annotate.errors import ApplicationError, NotFound
+from annotate.imports.jobs import import_job_create
+from annotate.imports.registry import IMPORTERS
+from annotate.imports.selectors import import_job_get, import_jobs_recent
+from annotate.jobs.serializers import JobSerializer
+from annotate.models import ModelConfig, User
+
+KIND_HELP = {
+    "interfeedback": "InterFeedback tasks: tasks.jsonl, or a zip with tasks.jsonl + images/",
+    "fire": "FIRE conversations: the released JSON (list) or JSONL, in a zip with its images",
+    "rows": "Benchmark rows: JSONL, CSV or Parquet (alone or zipped with images); map the columns below",
+}
+
+
+def admin_required(view):
+    @login_required
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_admin_role:
+            raise PermissionDenied("Only admins may import batches.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="Checked completely before anything is written.")
+    images = forms.FileField(
+        required=False, label="Images (zip)",
+        help_text="FIRE and preference batches: the images zip that goes with a JSON/JSONL file "
+                  "(not needed when one zip holds both)",
+    )
+    name = forms.CharField(max_length=128, help_text="Batch name. Re-importing the same file into it changes nothing.")
+    kind = forms.ChoiceField(choices=[(k, KIND_HELP.get(k, k)) for k in sorted(IMPORTERS)], initial="interfeedback")
+    models = forms.ModelMultipleChoiceField(
+        queryset=ModelConfig.objects.filter(is_active=True), required=False,
+        widget=forms.CheckboxSelectMultiple, help_text="Models to evaluate (InterFeedback batches)",
+    )
+    researchers = forms.ModelMultipleChoiceField(
+        queryset=User.objects.filter(role=User.Role.RESEARCHER, is_active=True).order_by("username"),
+        required=False, widget=forms.CheckboxSelectMultiple, to_field_name="username",
+        help_text="Researchers who may read the batch's reports from the start",
+    )
+    all_researchers = forms.BooleanField(required=False, label="Every researcher",
+                                         help_text="Give every researcher account read access")
+    overlap = forms.IntegerField(min_value=1, max_value=100, required=False, help_text="Annotators per item (K)")
+    max_rounds = forms.IntegerField(min_value=1, max_value=10, required=False, help_text="Default 3")
+    gold_rate = forms.FloatField(min_value=0, max_value=1, required=False, help_text="0 to 1")
+    allow_repeat_tasks = forms.BooleanField(
+        required=False, label="Allow repeat tasks",
+        help_text="Serve a task again to an annotator with another model while they have not seen its answer "
+                  "(otherwise each annotator gets each task once; turn it off again in the admin)",
+    )
+    instructions = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}), required=False,
+        help_text="Markdown shown to annotators at the top of every item and on the batch's start page",
+    )
+    prompt_templates = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False,
+                                       help_text='JSON, e.g. {"receiver_retry": "{feedback}\\nTry again."}')
+    column_map = forms.CharField(required=False, help_text="Rows only: question=question,answer=answer,id=qid,...")
+    category = forms.CharField(required=False, max_length=100, help_text="Rows only: category when the file has none")
+    dry_run = forms.BooleanField(required=False, help_text="Validate and report only")
+    update = forms.BooleanField(required=False, help_text="Replace tasks whose content changed")
+
+
+@admin_required
+def import_new(request):
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        settings = {"models": [m.name for m in data["models"]] or None, "overlap": data["overlap"],
+                    "max_rounds": data["max_rounds"], "gold_rate": data["gold_rate"],
+                    "prompt_templates": data["prompt_templates"] or None,
+                    "allow_repeat_tasks": data["allow_repeat_tasks"] or None,  # unticked: leave it as it is
+                    "instructions": data["instructions"] or None,
+                    "researchers": "*" if data["all_researchers"]
+                    else [u.username for u in data["researchers"]] or None}
+        try:
+            job = import_job_create(
+                upload=data["file"], name=data["name"], kind=data["kind"], created_by=request.user,
+                settings={k: v for k, v in settings.items() if v is not None},
+                options={"map": data["column_map"], "category": data["category"]},
+                update=data["update"], dry_run=data["dry_run"], images=data["images"],
+            )
+        except ApplicationError as error:
+            for problem in error.extra.get("problems", []) or [{"text": error.message}]:
+                form.add_error(None, problem["text"])
+        else:
+            return redirect("import-job", job_id=job.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "annotate/import_new.html", {"form": form, "jobs": import_jobs_recent()}, status=status)
+
+
+@admin_required
+def import_job_page(request, job_id: int):
+    try:
+        job = import_job_get(job_id)
+    except NotFound:
+        raise Http404("Import job not found") from None
+    return render(request, "annotate/import_job.html", {"job": job, "payload": JobSerializer(job).data})

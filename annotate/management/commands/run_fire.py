@@ -1,0 +1,58 @@
+"""python manage.py run_fire --batch NAME --mode free --students a,b --teachers t [--baseline a] [--n-max 5]
+
+FIRE's evaluation on an imported FIRE batch, run by the app: ``--mode fixed`` (students and/or teachers on the
+recorded history: Tables 2 and 3) or ``--mode free`` (every student converses with every teacher: Tables 4 and 5).
+Resume or cancel with ``run_bench --resume RUN`` / ``--cancel RUN``; tables with
+``export_tables --table fire-fixed|fire-free``.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.bench import engine, services
+from annotate.bench.follow import follow
+from annotate.errors import ApplicationError
+from annotate.models import Batch, BenchRun
+
+
+class Command(BaseCommand):
+    help = "Run FIRE fixed or free dialogues with student and teacher models on an imported FIRE batch"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--batch", required=True, help="the imported FIRE batch (its conversations)")
+        parser.add_argument("--mode", required=True, choices=["fixed", "free"])
+        parser.add_argument("--students", default="", help="comma-separated student model names")
+        parser.add_argument("--teachers", default="", help="comma-separated teacher model names")
+        parser.add_argument("--baseline", default="", help="the student whose AT is 1 in Table 4 (default: first)")
+        parser.add_argument("--n-max", type=int, default=5, help="turns a free dialogue may take (default 5)")
+        parser.add_argument("--threshold", type=int, default=8, help="a score that ends a dialogue (default 8)")
+        parser.add_argument("--lanes", type=int, default=4)
+        parser.add_argument("--in-process", action="store_true", help="run the lanes here, not on the workers")
+        parser.add_argument("--no-follow", action="store_true", help="start and return at once")
+
+    def handle(self, *args, **opts):
+        batch = Batch.objects.filter(name=opts["batch"]).first()
+        if batch is None:
+            raise CommandError(f"No batch named {opts['batch']!r}.")
+        try:
+            run = services.fire_run_create(
+                batch=batch, protocol=f"fire_{opts['mode']}", students=opts["students"], teachers=opts["teachers"],
+                baseline=opts["baseline"], n_max=opts["n_max"], threshold=opts["threshold"], lanes=opts["lanes"],
+                dispatch=not opts["in_process"])
+        except ApplicationError as error:
+            raise CommandError(error.message) from None
+        if opts["in_process"]:
+            for lane in range(run.lanes):
+                engine.lane_run(run_id=run.pk, lane=lane)
+        elif not opts["no_follow"]:
+            follow(run, self.stdout.write)
+        run.refresh_from_db()
+        progress = services.bench_progress(run)
+        self.stdout.write(f"Run {run.pk} on {batch.name}: {run.get_status_display()} — "
+                          f"{progress['model_calls']:,} model calls, {progress['turns']:,} turns written.")
+        if run.error:
+            self.stdout.write(self.style.ERROR(run.error))
+        if run.status == BenchRun.Status.DONE:
+            self.stdout.write(f"Tables: python manage.py export_tables --batch {batch.name!r} "
+                              f"--table fire-{opts['mode']} --format md")

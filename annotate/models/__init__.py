@@ -1,0 +1,24 @@
+"""Data model of SPEC §2: batches of tasks, model configs, InterFeedback sessions and rounds, FIRE conversations,
+the work queue and long-running jobs. Fields, constraints and trivial properties only: writes live in services.
+Everything is importable from ``annotate.models``."""
+
+from annotate.models.bench import BenchAnswer, BenchLane, BenchRun, FireRunTurn
+from annotate.models.conversations import Conversation, Ranking, Rating, Turn
+from annotate.models.core import (
+    Assignment,
+    Batch,
+    ImageBlob,
+    Job,
+    ModelConfig,
+    Task,
+    TaskImage,
+    User,
+    WorkItem,
+    _new_pseudonym,  # noqa: F401  (migration 0001 names it as annotate.models._new_pseudonym)
+)
+from annotate.models.sessions import LeakWarning, Round, Session, VerdictOverride
+
+__all__ = [
+    "Assignment", "Batch", "BenchAnswer", "BenchLane", "BenchRun", "FireRunTurn", "Conversation", "ImageBlob", "Job", "LeakWarning", "ModelConfig", "Ranking", "Rating",
+    "Round", "Session", "Task", "TaskImage", "Turn", "User", "VerdictOverride", "WorkItem",
+]

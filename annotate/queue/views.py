@@ -1,0 +1,42 @@
+"""The annotator's home page and the next-item button: pages over the next-item queue."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotate.assignments import assignment_current
+from annotate.models import Session
+from annotate.queue.selectors import assignment_page_url
+from annotate.queue.services import assignment_next, open_items_count
+from annotate.sessions.selectors import annotator_progress
+
+
+@login_required
+def home(request):
+    if request.user.is_researcher_role and not request.GET.get("annotate"):
+        return redirect("researcher-home")
+    current = assignment_current(annotator=request.user)
+    recent = (
+        Session.objects.filter(annotator=request.user)
+        .select_related("task", "model_config", "assignment")
+        .order_by("-started_at")[:20]
+    )
+    return render(
+        request,
+        "annotate/home.html",
+        {"progress": {**annotator_progress(request.user), "remaining": open_items_count(annotator=request.user)},
+         "current": current, "recent": recent},
+    )
+
+
+@login_required
+@require_POST
+def next_item(request):
+    assignment = assignment_next(annotator=request.user)
+    if assignment is None:
+        messages.info(request, "Nothing left to annotate right now. Thank you!")
+        return redirect("home")
+    return redirect(assignment_page_url(assignment))  # a session page, or the FIRE rating page

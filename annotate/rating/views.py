@@ -1,0 +1,147 @@
+"""The FIRE rating page (and its preference variant), its skip form and the conversation image. Selectors and
+services only.
+
+The page works without JavaScript (the form posts here and the final save runs; the skip form posts to
+``fire_skip``); with JavaScript it autosaves drafts through the API and is usable with the keyboard only
+(keys 1-5, Tab, arrows, Ctrl+Enter; Enter in the skip reason skips).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext
+from django.views.decorators.http import require_POST
+
+from annotate.errors import ApplicationError, NotFound
+from annotate.fire.selectors import PREFERENCE_DIMENSIONS, access_conversation
+from annotate.fire.services import MAX_SKIP_REASON_CHARS, conversation_skip, ratings_save
+from annotate.models import Batch
+from annotate.preference.services import preference_save
+from annotate.queue.selectors import assignment_page_url
+from annotate.queue.services import assignment_next
+from annotate.rating.apis import viewer_payload
+from annotate.server.markdown import markdown_to_html
+
+ROLE_LABELS = {"student": "Student", "teacher": "Teacher", "model": "Candidate"}
+KIND_NOUNS = {"response": "response", "feedback": "feedback", "candidate": "candidate"}
+
+
+def _controls(payload: dict) -> None:
+    """Decorate each rateable turn with the 1-5 controls it shows (one for FIRE, three for preference)."""
+    candidate = 0
+    for turn in payload["turns"]:
+        turn["role_label"] = ROLE_LABELS.get(turn["role"], turn["role"])
+        turn["number"] = turn["index"] + 1
+        if not turn["is_rateable"]:
+            continue
+        rating = turn["rating"]
+        if turn["kind"] == "candidate":
+            candidate += 1
+            turn["candidate_number"] = candidate
+            dims = [(d, d.capitalize()) for d in PREFERENCE_DIMENSIONS]
+        else:
+            dims = [("score", f"Rate this {KIND_NOUNS[turn['kind']]}")]
+        turn["controls"] = [
+            {"dim": dim, "label": label, "value": rating.get(dim),
+             "options": [{"value": s["value"], "label": s["label"]} for s in payload["scale"]]}
+            for dim, label in dims
+        ]
+
+
+def _page(request, conversation, assignment, *, error: str = "", skip_error: str = "", skip_reason: str = "",
+          status: int = 200):
+    payload = viewer_payload(conversation, request.user, assignment)
+    _controls(payload)
+    context = {"conversation": conversation, "payload": payload, "is_preference": "ranking" in payload,
+               "client_request_id": uuid.uuid4().hex, "error": error, "skip_error": skip_error,
+               "skip_reason": skip_reason, "skip_max_chars": MAX_SKIP_REASON_CHARS,
+               "instructions_html": markdown_to_html(conversation.batch.instructions),
+               "instructions_batch_id": conversation.batch_id}
+    return render(request, "annotate/fire_rate.html", context, status=status)
+
+
+@login_required
+def fire_rate_page(request, conversation_id: int):
+    try:
+        conversation, assignment = access_conversation(request.user, conversation_id)
+    except NotFound:
+        raise Http404("Conversation not found") from None
+    if request.method == "POST":
+        if assignment is None:
+            raise PermissionDenied(gettext("Only the annotator this conversation is assigned to can rate it."))
+        try:
+            _save_form(request, conversation, final=True)
+        except ApplicationError as error:
+            return _page(request, conversation, assignment, error=error.message, status=error.http_status)
+        # Without JavaScript: back home, where "Start next item" continues.
+        messages.success(request, gettext("Your ratings were saved."))
+        return redirect("home")
+    return _page(request, conversation, assignment)
+
+
+@login_required
+@require_POST
+def fire_skip(request, conversation_id: int):
+    """Skip with a reason (the page's skip form without JavaScript), then straight to the next item."""
+    try:
+        conversation, assignment = access_conversation(request.user, conversation_id)
+    except NotFound:
+        raise Http404("Conversation not found") from None
+    if assignment is None:
+        raise PermissionDenied(gettext("Only the annotator this conversation is assigned to can skip it."))
+    reason = request.POST.get("reason", "")
+    try:
+        conversation_skip(annotator=request.user, conversation_id=conversation.id, reason=reason)
+    except ApplicationError as error:
+        # A missing reason shows at the reason; anything else (e.g. already submitted: no skip form) on the page.
+        where = "skip_error" if error.http_status == 400 else "error"
+        return _page(request, conversation, assignment, skip_reason=reason, status=error.http_status,
+                     **{where: error.message})
+    messages.info(request, gettext("Skipped: the conversation goes to another annotator."))
+    following = assignment_next(annotator=request.user)
+    if following is None:
+        messages.info(request, gettext("Nothing left to annotate right now. Thank you!"))
+        return redirect("home")
+    return redirect(assignment_page_url(following))
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value and value.strip().isdigit() else None
+
+
+def _save_form(request, conversation, *, final: bool) -> None:
+    post = request.POST
+    indices = [t.index for t in conversation.turns.all() if t.is_rateable]
+    crid = (post.get("client_request_id") or "")[:64]
+    if conversation.batch.kind == Batch.Kind.PREFERENCE:
+        ratings = {
+            i: {**{d: _int_or_none(post.get(f"{d}-{i}")) for d in PREFERENCE_DIMENSIONS},
+                "reason": post.get(f"comment-{i}", "")}
+            for i in indices
+        }
+        preference_save(annotator=request.user, conversation_id=conversation.id, ratings=ratings,
+                        ranking=post.get("ranking", ""), client_request_id=crid, final=final)
+    else:
+        scores = {i: (_int_or_none(post.get(f"score-{i}")), post.get(f"comment-{i}", "")) for i in indices}
+        ratings_save(annotator=request.user, conversation_id=conversation.id, scores=scores,
+                     client_request_id=crid, final=final)
+
+
+@login_required
+def conversation_image(request, conversation_id: int):
+    """A conversation's image, only for people who may see the conversation."""
+    try:
+        conversation, _ = access_conversation(request.user, conversation_id)
+    except NotFound:
+        raise Http404("Image not found") from None
+    if conversation.image is None:
+        raise Http404("This conversation has no image")
+    response = FileResponse(conversation.image.file.open("rb"), content_type=conversation.image.mime)
+    response["Cache-Control"] = "private, max-age=3600"
+    return response

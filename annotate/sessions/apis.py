@@ -1,0 +1,154 @@
+"""Thin DRF views: validate input, call a selector or a service, shape the output."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate.assignments import assignment_renew, assignment_skip
+from annotate.models import Round, Session, Task
+from annotate.server.api_schema import UrlPathField, errors
+from annotate.sessions import services as session_services
+from annotate.sessions.selectors import access_session, session_for_annotator, session_snapshot
+from annotate.sessions.stalls import session_for_page
+
+
+class RoundOutputSerializer(serializers.Serializer):
+    index = serializers.IntegerField(min_value=0)
+    feedback_text = serializers.CharField(allow_blank=True)
+    feedback_kind = serializers.ChoiceField(choices=Round.FeedbackKind.choices, allow_blank=True,
+                                            help_text="Blank for round 0")
+    leak_flagged = serializers.BooleanField()
+    generation_status = serializers.ChoiceField(choices=Round.Generation.choices)
+    answer_text = serializers.CharField(allow_blank=True)
+    stream_seq = serializers.IntegerField(min_value=0)
+    extracted_answer = serializers.CharField(allow_blank=True)
+    verdict = serializers.BooleanField(allow_null=True)
+    verdict_source = serializers.ChoiceField(choices=Round.VerdictSource.choices, allow_blank=True)
+    error = serializers.CharField(allow_blank=True)
+    latency_ms = serializers.IntegerField(allow_null=True)
+    first_token_ms = serializers.IntegerField(allow_null=True)
+
+
+@extend_schema_serializer(component_name="SessionSnapshot")
+class SnapshotSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=Session.Status.choices)
+    corrected_round = serializers.IntegerField(allow_null=True)
+    max_rounds = serializers.IntegerField()
+    model = inline_serializer(name="SessionModel", fields={
+        "name": serializers.CharField(), "label": serializers.CharField(allow_blank=True),
+        "simulated": serializers.BooleanField()})
+    task = inline_serializer(name="SessionTask", fields={
+        "id": serializers.CharField(help_text="The task's external id"),
+        "category": serializers.CharField(allow_blank=True),
+        "question": serializers.CharField(allow_blank=True),
+        "options": serializers.ListField(child=serializers.CharField(allow_blank=True)),
+        "answer_type": serializers.ChoiceField(choices=Task.AnswerType.choices),
+        "images": serializers.ListField(child=UrlPathField())})
+    rounds = RoundOutputSerializer(many=True)
+    next_round = serializers.IntegerField(allow_null=True)
+    feedback_draft = serializers.CharField(allow_blank=True)
+    ground_truth_revealed = serializers.BooleanField()
+    ground_truth = serializers.CharField(required=False, allow_blank=True, help_text="Only once revealed")
+    judging_reference = serializers.CharField(required=False, allow_blank=True,
+                                              help_text="Manual tasks before the reveal: the annotator's reference")
+
+
+def _snapshot_response(user, session_id: int, code=status.HTTP_200_OK) -> Response:
+    return Response(session_snapshot(access_session(user, session_id)), status=code)
+
+
+class SessionDetailApi(APIView):
+    @extend_schema(responses={200: SnapshotSerializer, **errors(403, 404)},
+                   summary="A session's state (no ground truth before round 3)")
+    def get(self, request, session_id: int):
+        # The page polls this while the model answers: a round whose worker died is failed (with Retry) first.
+        return Response(session_snapshot(session_for_page(request.user, session_id)))
+
+
+class SessionFeedbackApi(APIView):
+    class SessionFeedbackInputSerializer(serializers.Serializer):
+        feedback = serializers.CharField(allow_blank=True, max_length=session_services.MAX_FEEDBACK_CHARS)
+        client_request_id = serializers.CharField(max_length=64)
+        confirm_leak = serializers.BooleanField(default=False)
+        typing_ms = serializers.IntegerField(required=False, min_value=0, allow_null=True)
+
+    @extend_schema(request=SessionFeedbackInputSerializer,
+                   responses={201: SnapshotSerializer, **errors(400, 403, 404, 409, 415)},
+                   summary="Send feedback; the model re-answers (idempotent on client_request_id)")
+    def post(self, request, session_id: int):
+        data = self.SessionFeedbackInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        rnd, rounds = session_services.round_submit_feedback(session_id=session_id, annotator=request.user,
+                                                             **data.validated_data)
+        # The session and its rounds are at hand (locked and updated by the service): no second check or read.
+        return Response(session_snapshot(rnd.session, rounds), status=status.HTTP_201_CREATED)
+
+
+class SessionDraftApi(APIView):
+    class SessionDraftInputSerializer(serializers.Serializer):
+        draft = serializers.CharField(allow_blank=True, max_length=session_services.MAX_FEEDBACK_CHARS)
+
+    @extend_schema(request=SessionDraftInputSerializer,
+                   responses={204: None, **errors(400, 403, 404, 409, 415)},
+                   summary="Autosave the feedback draft")
+    def post(self, request, session_id: int):
+        data = self.SessionDraftInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        session_services.session_save_draft(session_id=session_id, draft=data.validated_data["draft"],
+                                            annotator=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SessionRetryApi(APIView):
+    @extend_schema(request=None, responses={200: SnapshotSerializer, **errors(403, 404, 409)},
+                   summary="Retry a failed model answer")
+    def post(self, request, session_id: int):
+        session_services.round_retry(session_id=session_id, annotator=request.user)
+        return _snapshot_response(request.user, session_id)
+
+
+class SessionVerdictApi(APIView):
+    class SessionVerdictInputSerializer(serializers.Serializer):
+        correct = serializers.BooleanField()
+
+    @extend_schema(request=SessionVerdictInputSerializer,
+                   responses={200: SnapshotSerializer, **errors(400, 403, 404, 409, 415)},
+                   summary="Record the annotator's verdict on a manual task")
+    def post(self, request, session_id: int):
+        data = self.SessionVerdictInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        session_services.round_record_verdict(session_id=session_id, correct=data.validated_data["correct"],
+                                              annotator=request.user)
+        return _snapshot_response(request.user, session_id)
+
+
+
+
+class SessionHeartbeatApi(APIView):
+    @extend_schema(request=None, responses={204: None, **errors(403, 404)},
+                   summary="Keep the lease on this session's assignment")
+    def post(self, request, session_id: int):
+        session = session_for_annotator(request.user, session_id)
+        if session.assignment_id:
+            assignment_renew(assignment=session.assignment)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SessionSkipApi(APIView):
+    class SessionSkipInputSerializer(serializers.Serializer):
+        reason = serializers.CharField(max_length=300, allow_blank=True)
+
+    @extend_schema(request=SessionSkipInputSerializer,
+                   responses={204: None, **errors(400, 403, 404, 409, 415)},
+                   summary="Skip this item with a reason; it goes to other annotators")
+    def post(self, request, session_id: int):
+        data = self.SessionSkipInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        session = session_for_annotator(request.user, session_id)
+        if session.assignment_id:
+            assignment_skip(assignment=session.assignment, reason=data.validated_data["reason"])
+        return Response(status=status.HTTP_204_NO_CONTENT)

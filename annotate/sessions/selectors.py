@@ -1,0 +1,203 @@
+"""Reads of sessions and rounds, with the permission check that goes with them."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Prefetch
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from annotate.errors import NotFound
+from annotate.models import Assignment, Batch, Round, Session, Task, TaskImage, User
+from annotate.server.prepared import PreparedQuery
+
+
+def sessions_with_task():
+    """Sessions with what `session_snapshot` and the session services need besides rounds and images."""
+    return Session.objects.select_related("task", "model_config", "batch")
+
+
+# The reads behind every snapshot (a page, its WebSocket, each submit): compiled once per process.
+_SESSION_WITH_TASK = PreparedQuery(lambda session_id: sessions_with_task().filter(pk=session_id), int)
+_OWN_SESSION_WITH_TASK = PreparedQuery(
+    lambda session_id, annotator_id: sessions_with_task().filter(pk=session_id, annotator_id=annotator_id), int, int
+)
+_ROUNDS_IN_ORDER = PreparedQuery(lambda session_id: Round.objects.filter(session_id=session_id).order_by("index"), int)
+_IMAGE_HASHES = PreparedQuery(
+    lambda task_id: TaskImage.objects.filter(task_id=task_id).order_by("position").values_list("blob__sha256"), int
+)
+
+
+def sessions_with_rounds():
+    """Sessions with task, model, annotator, ordered rounds and images loaded (no N+1 in pages or exports)."""
+    return sessions_with_task().select_related("annotator").prefetch_related(
+        Prefetch("rounds", queryset=Round.objects.order_by("index")),
+        Prefetch("task__task_images", queryset=TaskImage.objects.select_related("blob").order_by("position")),
+    )
+
+
+def user_can_read_session(user: User, session: Session) -> bool:
+    if session.annotator_id == user.id:
+        return True
+    if user.is_admin_role:
+        return True
+    return user.is_researcher_role and session.batch.members.filter(pk=user.pk).exists()
+
+
+def session_with_task(session_id: int, annotator_id: int | None = None) -> Session | None:
+    """A session with what `session_snapshot` needs besides rounds and images, in one query. With
+    ``annotator_id``, only that annotator's session."""
+    if annotator_id is None:
+        return _SESSION_WITH_TASK.first(session_id)
+    return _OWN_SESSION_WITH_TASK.first(session_id, annotator_id)
+
+
+def rounds_in_order(session_id: int) -> list[Round]:
+    return _ROUNDS_IN_ORDER.all(session_id)
+
+
+def access_session(user: User, session_id: int) -> Session:
+    """Fetch a session the user may see (task, batch and model loaded; `session_snapshot` reads its rounds and
+    images). Someone else's session is reported as missing (no id probing)."""
+    session = session_with_task(session_id)
+    if session is None or not user_can_read_session(user, session):
+        raise NotFound(_("Session %(id)s does not exist or is not yours.") % {"id": session_id})
+    return session
+
+
+def task_image_urls(task_id: int) -> list[str]:
+    return [f"/media-task/{sha}" for (sha,) in _IMAGE_HASHES.all(task_id)]
+
+
+def ground_truth_revealed(session: Session, rounds: list[Round] | None = None) -> bool:
+    """The ground truth is shown from round max_rounds (3) on: when that round exists or is the next one."""
+    rounds = list(session.rounds.all()) if rounds is None else rounds
+    last = rounds[-1] if rounds else None
+    if last is None:
+        return False
+    if last.index >= session.batch.max_rounds:
+        return True
+    return (
+        last.index == session.batch.max_rounds - 1
+        and session.status == Session.Status.AWAITING_FEEDBACK
+    )
+
+
+def round_payload(rnd: Round) -> dict:
+    return {
+        "index": rnd.index,
+        "feedback_text": rnd.feedback_text,
+        "feedback_kind": rnd.feedback_kind,
+        "leak_flagged": rnd.leak_flagged,
+        "generation_status": rnd.generation_status,
+        "answer_text": rnd.answer_text,
+        "stream_seq": rnd.stream_seq,
+        "extracted_answer": rnd.extracted_answer if rnd.generation_status == Round.Generation.DONE else "",
+        "verdict": rnd.final_verdict,
+        "verdict_source": rnd.verdict_source,
+        "error": rnd.error,
+        "latency_ms": rnd.latency_ms,
+        "first_token_ms": rnd.first_token_ms,
+    }
+
+
+def task_fields(task: Task) -> dict:
+    """What a task is, as the annotator's page and the exports show it: never its ground truth."""
+    return {"id": task.external_id, "category": task.category, "question": task.question, "options": task.options,
+            "answer_type": task.answer_type}
+
+
+def session_snapshot(session: Session, rounds: list[Round] | None = None) -> dict:
+    """Everything the annotator's page shows. Never includes the ground truth before it is revealed.
+
+    Two queries (rounds, images) on a session loaded with its task, batch and model (`access_session`); one
+    when the caller has the session's rounds in order already."""
+    rounds = rounds_in_order(session.pk) if rounds is None else rounds
+    task = session.task
+    revealed = ground_truth_revealed(session, rounds)
+    snapshot = {
+        "id": session.id,
+        "status": session.status,
+        "corrected_round": session.corrected_round,
+        "max_rounds": session.batch.max_rounds,
+        "model": {"name": session.model_config.name, "label": session.model_config.label,
+                  "simulated": session.model_config.is_simulated},
+        "task": {**task_fields(task), "images": task_image_urls(task.pk)},
+        "rounds": [round_payload(r) for r in rounds],
+        "next_round": _next_round_index(session, rounds),
+        "feedback_draft": session.feedback_draft,
+        "ground_truth_revealed": revealed,
+    }
+    if session.status == Session.Status.ABANDONED:
+        snapshot["ended_as"] = _how_it_ended(session)
+    if revealed:
+        snapshot["ground_truth"] = task.ground_truth
+    elif task.answer_type == task.AnswerType.MANUAL:
+        # Manual tasks: the annotator judges against the reference, shown collapsed and marked "do not reveal".
+        snapshot["judging_reference"] = task.ground_truth
+    return snapshot
+
+
+def _how_it_ended(session: Session) -> str:
+    """An abandoned session was either skipped by its annotator or left until its lease ran out."""
+    skipped = Assignment.objects.filter(pk=session.assignment_id, status=Assignment.Status.SKIPPED).exists()
+    return "skipped" if skipped else "expired"
+
+
+def item_progress(session: Session) -> dict:
+    """Where this item stands in the annotator's work on its batch: its number among the items they took (finished
+    or under way, skips not counted) and their share (the batch's items per participant), when there is one."""
+    taken = Assignment.objects.filter(
+        annotator_id=session.annotator_id, work_item__batch_id=session.batch_id,
+        status__in=[Assignment.Status.ACTIVE, Assignment.Status.COMPLETED],
+    )
+    if session.assignment_id:
+        taken = taken.filter(pk__lte=session.assignment_id)
+    return {"number": max(1, taken.count()), "share": session.batch.items_per_participant or None}
+
+
+def _next_round_index(session: Session, rounds: list[Round]) -> int | None:
+    if session.status != Session.Status.AWAITING_FEEDBACK or not rounds:
+        return None
+    return rounds[-1].index + 1
+
+
+def session_for_annotator(user: User, session_id: int) -> Session:
+    """The annotator's own session, for actions that change it (researchers may read but not act).
+
+    An ownership check on the submit path: one query, without the snapshot's rounds and images (the services
+    lock and re-read the session themselves).
+    """
+    session = Session.objects.select_related("assignment").filter(pk=session_id, annotator=user).first()
+    if session is None:
+        raise NotFound(_("Session %(id)s does not exist or is not yours.") % {"id": session_id})
+    return session
+
+
+def _how_it_ended(session: Session) -> str:
+    """An abandoned session was either skipped by its annotator or left until its lease ran out."""
+    skipped = Assignment.objects.filter(pk=session.assignment_id, status=Assignment.Status.SKIPPED).exists()
+    return "skipped" if skipped else "expired"
+
+
+WORK_NOUNS = {Batch.Kind.INTERFEEDBACK: gettext_lazy("InterFeedback sessions"),
+              Batch.Kind.FIRE: gettext_lazy("FIRE conversations"), Batch.Kind.PREFERENCE: gettext_lazy("preference items")}
+
+
+def annotator_progress(user: User) -> dict:
+    """The annotator's work of every kind (InterFeedback sessions, FIRE conversations, preference items): finished
+    and under way, in total and per kind, from their assignments (one grouped query)."""
+    rows = (
+        Assignment.objects.filter(annotator=user,
+                                  status__in=[Assignment.Status.COMPLETED, Assignment.Status.ACTIVE])
+        .values_list("work_item__batch__kind", "status")
+        .annotate(n=Count("id"))
+    )
+    counts: dict[str, dict[str, int]] = {}
+    for kind, status, n in rows:
+        counts.setdefault(kind, {"completed": 0, "in_progress": 0})[
+            "completed" if status == Assignment.Status.COMPLETED else "in_progress"] += n
+    return {
+        "completed": sum(c["completed"] for c in counts.values()),
+        "in_progress": sum(c["in_progress"] for c in counts.values()),
+        "by_kind": [{"label": noun, **counts[kind]} for kind, noun in WORK_NOUNS.items() if kind in counts],
+    }

@@ -1,0 +1,482 @@
+"""FIRE metrics over plain data (no ORM).
+
+Input shapes
+- Free dialogue: one sequence of teacher scores per dialogue, ``a_k = [a_k1, ..., a_kt]`` (FIRE's ``score`` field);
+  ``None`` for a teacher answer whose score could not be parsed.
+- Fixed dialogue: hypotheses ``list[str]`` with references ``list[list[str]]`` (one or more per hypothesis);
+  predicted and reference scores as two equal-length sequences (``None`` for an unparseable predicted score).
+- Human ratings: ``(item_id, rater_id, score)`` triples for agreement; ``(group_key, score)`` pairs for means,
+  where the key is anything hashable (a split, a source, a turn index, a turn kind, or a tuple of them).
+
+Decisions (FIRE, Li et al. 2024, §3.4.1 and Table 3; the README's "FIRE metrics: decisions" says the same)
+The authors released no free-dialogue evaluation; the fixed-dialogue numbers follow their
+``llava/eval/analyze_feedback.py`` (github.com/MM-FIRE/FIRE). The paper's sentences were not at hand offline;
+the rules are quoted as issue 23 states them from §3.4.1.
+
+1. Threshold: "reaches" (>= 8), not "exceeds". Issue 23: "the formulas use >= 8". A score of exactly 8 solves.
+2. n_k: "the **first** turn whose teacher score reaches the threshold (8) within n_max (5) turns, else the
+   punishment p (10)". Scores after the first reaching one do not matter ([3, 9, 5] and [3, 8, 10] both give 2).
+3. Removal: "Samples with n_k = 1 (solved at the first turn) are removed" -- by n_k, not by dialogue length
+   ([8, 5] is removed; a one-turn dialogue that does not reach 8 is kept with n_k = p).
+4. Cut: "n_max bounds every metric, not only AT: a dialogue is cut at turn n_max before ADR, ATR and RR are
+   computed". A solved dialogue ends at turn n_k (the protocol stops there), an unsolved one at turn n_max or
+   its last turn. ADR = mean(a_end - a_1), ATR = mean((a_end - a_1) / (end - 1)),
+   RR = mean(1[a_end >= 8] - 1[a_1 >= 8]). After rule 3, a_1 < 8 always, so RR is the share solved.
+5. Missing score (our decision; the paper does not say): an unparseable teacher score never reaches the
+   threshold but the turn counts for n_k; ADR/ATR/RR take the first and last *scored* turns up to the end
+   (ATR divides by the turns between them). A dialogue with fewer than two scored turns there counts in AT
+   only, so ``refinement_dialogues`` (ADR/ATR/RR) can be smaller than ``dialogues`` (AT).
+6. MAE: the official code marks an unparseable predicted score -1 and then sets the *error* to 10:
+   ``diff = np.abs(preds_scores - labels_scores)``; ``diff[preds_scores==-1] = 10``; it prints
+   ``np.sum(preds_scores==-1)`` as "Failed to follow count" (Table 3's count of unparseable scores), and skips
+   conversations whose id is in ``data/ignore_ids.json``. Here: ``punishment`` (10) is the error of a ``None``
+   prediction whatever the reference, ``unparseable`` counts them, ``ignored_ids`` skips pairs by id.
+7. BLEU / CIDEr: the official ``capeval`` is pycocoevalcap's ``Bleu`` and ``Cider`` (CIDEr-D: clipped counts,
+   Gaussian length penalty, document frequency from the references of the corpus scored), called on raw text,
+   which both split on whitespace (``s.split()``): case and punctuation stay in the tokens (no PTB tokenizer).
+   BLEU-n is ``compute_score(...)[1]`` averaged over sentences (``score.mean(axis=1)``), not corpus BLEU, on
+   0-1. CIDEr-D is the mean of per-item scores, on pycocoevalcap's scale (x10: identical text scores up to 10).
+   sacrebleu's corpus BLEU (0-100) is an extra, labelled column, never the paper's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections import defaultdict
+from collections.abc import Collection, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+
+from evaluation.metrics import ConfidenceInterval, exact_fraction, percentile_interval, round_half_up
+from evaluation.table import Cell, Table
+
+Number = int | float | Fraction
+Rating = tuple[Hashable, Hashable, Number]  # (item_id, rater_id, score)
+
+# --- free dialogue: AT, ADR, ATR, RR (decisions 1-5) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FreeDialogueMetrics:
+    average_turn: Fraction | None  # AT, divided by the baseline's AT
+    average_dialogue_refinement: Fraction | None  # ADR
+    average_turn_refinement: Fraction | None  # ATR
+    refinement_ratio: Fraction | None  # RR, a share in [0, 1] once n_k = 1 samples are removed
+    dialogues: int  # dialogues AT is computed over
+    refinement_dialogues: int  # dialogues ADR, ATR and RR are computed over (two scored turns up to the end)
+    excluded_solved_at_first_turn: int  # dialogues with n_k = 1, left out of all four metrics
+
+
+def satisfying_turn(scores: Sequence[Number | None], *, threshold: Number = 8, n_max: int = 5) -> int | None:
+    """The first turn (1-based) whose score reaches `threshold` within `n_max` turns; None if there is none."""
+    limit = exact_fraction(threshold)
+    for turn, score in enumerate(scores[:n_max], start=1):
+        if score is not None and exact_fraction(score) >= limit:
+            return turn
+    return None
+
+
+def free_dialogue_metrics(
+    dialogues: Iterable[Sequence[Number | None]],
+    *,
+    threshold: Number = 8,
+    n_max: int = 5,
+    punishment: Number = 10,
+    at_baseline: Number = 1,
+) -> FreeDialogueMetrics:
+    """FIRE free-dialogue metrics from each dialogue's teacher scores (module docstring, decisions 1-5).
+
+    n_k = first turn reaching `threshold` within `n_max`, else `punishment`; samples with n_k = 1 are removed.
+    AT = mean(n_k) / at_baseline. The dialogue ends at n_k when solved, else at min(t_k, n_max); between its
+    first and last scored turns up to there: ADR = mean(gain), ATR = mean(gain / turns between), RR = mean of
+    1[last >= threshold] - 1[first >= threshold].
+    """
+    if n_max < 1:
+        raise ValueError(f"n_max must be at least 1, got {n_max}")
+    if exact_fraction(at_baseline) <= 0:
+        raise ValueError(f"at_baseline must be positive, got {at_baseline}")
+    limit = exact_fraction(threshold)
+    turns, dialogue_gains, turn_gains, reach_changes = [], [], [], []
+    excluded = 0
+    for index, scores in enumerate(dialogues):
+        if not scores:
+            raise ValueError(f"dialogue {index} has no turns")
+        solved_at = satisfying_turn(scores, threshold=threshold, n_max=n_max)
+        if solved_at == 1:
+            excluded += 1
+            continue
+        turns.append(exact_fraction(punishment) if solved_at is None else Fraction(solved_at))
+        end = solved_at if solved_at is not None else min(len(scores), n_max)
+        scored = [(turn, exact_fraction(s)) for turn, s in enumerate(scores[:end], start=1) if s is not None]
+        if len(scored) < 2:  # decision 5: no refinement to measure
+            continue
+        (first_turn, first), (last_turn, last) = scored[0], scored[-1]
+        dialogue_gains.append(last - first)
+        turn_gains.append((last - first) / (last_turn - first_turn))
+        reach_changes.append(Fraction(int(last >= limit) - int(first >= limit)))
+
+    def mean(values: list[Fraction]) -> Fraction | None:
+        return sum(values, Fraction(0)) / len(values) if values else None
+
+    average_turn = mean(turns)
+    return FreeDialogueMetrics(
+        average_turn=None if average_turn is None else average_turn / exact_fraction(at_baseline),
+        average_dialogue_refinement=mean(dialogue_gains),
+        average_turn_refinement=mean(turn_gains),
+        refinement_ratio=mean(reach_changes),
+        dialogues=len(turns),
+        refinement_dialogues=len(dialogue_gains),
+        excluded_solved_at_first_turn=excluded,
+    )
+
+
+# --- fixed dialogue: BLEU, CIDEr-D (decision 7), MAE (decision 6) ---------------------------------------
+
+
+def _check_aligned(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")
+    for index, refs in enumerate(references):
+        if len(refs) == 0:
+            raise ValueError(f"hypothesis {index} has no reference")
+
+
+def _coco_inputs(
+    hypotheses: Sequence[str], references: Sequence[Sequence[str]]
+) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
+    # pycocoevalcap takes id -> [hypothesis] and id -> references; ids in input order, as the official code.
+    _check_aligned(hypotheses, references)
+    return dict(enumerate(list(refs) for refs in references)), {i: [h] for i, h in enumerate(hypotheses)}
+
+
+def bleu_scores(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict[int, float] | None:
+    """BLEU-1..4 as FIRE's Table 3: pycocoevalcap's per-sentence BLEU averaged over sentences, on 0-1.
+
+    Raw text split on whitespace; the closest reference length for the brevity penalty. None for no items.
+    """
+    gts, res = _coco_inputs(hypotheses, references)
+    if not res:
+        return None
+    from pycocoevalcap.bleu.bleu import (
+        Bleu,  # imported here: start-up of commands and pages that score nothing
+    )
+
+    _, per_sentence = Bleu(4).compute_score(gts, res, verbose=0)
+    return {order: float(np.mean(scores)) for order, scores in enumerate(per_sentence, start=1)}
+
+
+def cider_d_per_item(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
+    """pycocoevalcap's CIDEr-D of each hypothesis; idf comes from the references of this whole corpus."""
+    gts, res = _coco_inputs(hypotheses, references)
+    if not res:
+        return []
+    if not any(ref.split() for refs in references for ref in refs):
+        # pycocoevalcap would fail on max() of no document frequencies
+        raise ValueError("every reference is empty: CIDEr-D needs reference n-grams")
+    from pycocoevalcap.cider.cider import Cider
+
+    _, per_item = Cider().compute_score(gts, res)
+    return [float(score) for score in per_item]
+
+
+def cider_d(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float | None:
+    """Corpus CIDEr-D as FIRE's Table 3: the mean of `cider_d_per_item`; None for no items."""
+    per_item = cider_d_per_item(hypotheses, references)
+    return float(np.mean(per_item)) if per_item else None
+
+
+def sacrebleu_corpus_bleu(
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str]],
+    *,
+    max_order: int = 4,
+    lowercase: bool = False,
+) -> dict[int, float]:
+    """Extra column, not the paper's: sacrebleu corpus BLEU-1..max_order on 0-100 (13a tokenizer, exp smoothing)."""
+    from sacrebleu.metrics import BLEU
+
+    _check_aligned(hypotheses, references)
+    # sacrebleu wants reference *streams*; None pads hypotheses that have fewer references.
+    width = max((len(refs) for refs in references), default=0)
+    streams = [[refs[i] if i < len(refs) else None for refs in references] for i in range(width)]
+    return {
+        # sacrebleu documents None padding for missing references but annotates the streams as str only
+        order: BLEU(max_ngram_order=order, lowercase=lowercase).corpus_score(list(hypotheses), streams).score  # type: ignore[arg-type]
+        for order in range(1, max_order + 1)
+    }
+
+
+@dataclass(frozen=True)
+class MeanAbsoluteError:
+    value: Fraction | None  # MAE over the pairs kept; None for none
+    pairs: int  # pairs kept (ignored ones left out)
+    unparseable: int  # kept pairs whose predicted score was None, each an error of `punishment`
+    ignored: int  # pairs skipped because their id is in `ignored_ids`
+
+
+def mean_absolute_error(
+    predicted: Sequence[Number | None],
+    reference: Sequence[Number | None],
+    *,
+    punishment: Number = 10,
+    ids: Sequence[Hashable] | None = None,
+    ignored_ids: Collection[Hashable] = (),
+) -> MeanAbsoluteError:
+    """MAE of teacher scores as FIRE's ``analyze_teacher`` (decision 6).
+
+    A None prediction is an error of `punishment`; pairs whose id (``ids[i]``) is in `ignored_ids` are skipped.
+    """
+    if len(predicted) != len(reference):
+        raise ValueError(f"{len(predicted)} predicted scores but {len(reference)} reference scores")
+    if ids is not None and len(ids) != len(predicted):
+        raise ValueError(f"{len(predicted)} scores but {len(ids)} ids")
+    if ignored_ids and ids is None:
+        raise ValueError("ignored_ids needs ids, one per score pair")
+    errors: list[Fraction] = []
+    unparseable = ignored = 0
+    for index, (guess, truth) in enumerate(zip(predicted, reference, strict=True)):
+        if ids is not None and ids[index] in ignored_ids:
+            ignored += 1
+            continue
+        if truth is None:
+            raise ValueError(f"reference score {index} is missing: MAE needs every reference score")
+        if guess is None:
+            unparseable += 1
+            errors.append(exact_fraction(punishment))
+        else:
+            errors.append(abs(exact_fraction(guess) - exact_fraction(truth)))
+    return MeanAbsoluteError(
+        value=sum(errors, Fraction(0)) / len(errors) if errors else None,
+        pairs=len(errors),
+        unparseable=unparseable,
+        ignored=ignored,
+    )
+
+
+# --- human ratings: means with CIs ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RatingSummary:
+    count: int
+    mean: Fraction
+    ci: ConfidenceInterval | None
+
+
+def bootstrap_mean_ci(
+    scores: Sequence[Number], *, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> ConfidenceInterval | None:
+    """Percentile bootstrap CI of the mean, resampling scores with replacement."""
+    if not scores:
+        return None
+    values, counts = np.unique(np.asarray(scores, dtype=float), return_counts=True)
+    # Only how often each distinct score is drawn matters: one multinomial per resample is the same
+    # bootstrap, at a cost independent of the number of ratings.
+    draws = np.random.default_rng(seed).multinomial(len(scores), counts / len(scores), size=n_resamples)
+    return percentile_interval(draws @ values / len(scores), confidence)
+
+
+def summarize_ratings(
+    scored: Iterable[tuple[Hashable, Number]],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[Hashable, RatingSummary]:
+    """Mean and bootstrap CI of scores grouped by key; keys keep first-seen order."""
+    groups: dict[Hashable, list[Number]] = defaultdict(list)
+    for key, score in scored:
+        groups[key].append(score)
+    return {
+        key: RatingSummary(
+            count=len(scores),
+            mean=sum((exact_fraction(s) for s in scores), Fraction(0)) / len(scores),
+            ci=bootstrap_mean_ci(scores, n_resamples=n_resamples, seed=seed, confidence=confidence),
+        )
+        for key, scores in groups.items()
+    }
+
+
+# --- human ratings: agreement ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReliabilityMatrix:
+    values: np.ndarray  # raters x items, NaN where a rater did not rate an item
+    raters: list[Hashable]
+    items: list[Hashable]
+
+
+def reliability_matrix(ratings: Iterable[Rating]) -> ReliabilityMatrix:
+    """Raters x items matrix in first-seen order; one rating per (item, rater)."""
+    by_cell: dict[tuple[Hashable, Hashable], float] = {}
+    for item_id, rater_id, score in ratings:
+        if (item_id, rater_id) in by_cell:
+            raise ValueError(f"rater {rater_id!r} rated item {item_id!r} more than once")
+        by_cell[(item_id, rater_id)] = float(score)
+    items = list(dict.fromkeys(item for item, _ in by_cell))
+    raters = list(dict.fromkeys(rater for _, rater in by_cell))
+    item_index = {item: i for i, item in enumerate(items)}
+    rater_index = {rater: i for i, rater in enumerate(raters)}
+    values = np.full((len(raters), len(items)), np.nan)
+    for (item_id, rater_id), score in by_cell.items():
+        values[rater_index[rater_id], item_index[item_id]] = score
+    return ReliabilityMatrix(values, raters, items)
+
+
+def krippendorff_alpha(
+    ratings: Iterable[Rating],
+    *,
+    level: Literal["nominal", "ordinal", "interval", "ratio"] = "ordinal",
+    value_domain: Sequence[float] | None = None,
+) -> float | None:
+    """Krippendorff's alpha via the `krippendorff` package; None when it is undefined."""
+    import krippendorff
+
+    matrix = reliability_matrix(ratings)
+    if matrix.values.size == 0:
+        return None
+    try:
+        alpha = krippendorff.alpha(
+            reliability_data=matrix.values, level_of_measurement=level, value_domain=value_domain
+        )
+    except ValueError:  # a single distinct value: no variation to agree on
+        return None
+    return None if math.isnan(alpha) else float(alpha)
+
+
+def pairwise_weighted_kappa(
+    ratings: Iterable[Rating], *, labels: Sequence[int] | None = None, min_shared_items: int = 2
+) -> dict[tuple[Hashable, Hashable], float | None]:
+    """Quadratic-weighted Cohen's kappa for every rater pair over the items both rated.
+
+    sklearn weighs by label *position*, so the full scale is passed as `labels` (default: every
+    integer from the lowest to the highest score seen). None: fewer than `min_shared_items` shared
+    items, or kappa undefined (both raters constant).
+    """
+    matrix = reliability_matrix(ratings)
+    observed = matrix.values[~np.isnan(matrix.values)]
+    if labels is None and observed.size:
+        if not np.all(observed == np.round(observed)):
+            raise ValueError("weighted kappa needs integer scores, or pass labels")
+        labels = list(range(int(observed.min()), int(observed.max()) + 1))
+    elif labels is not None and not set(observed.tolist()) <= set(labels):
+        # sklearn would silently drop scores outside `labels`
+        raise ValueError(
+            f"scores {sorted(set(observed.tolist()) - set(labels))} are not among labels {list(labels)}"
+        )
+    from sklearn.exceptions import UndefinedMetricWarning
+    from sklearn.metrics import cohen_kappa_score
+
+    result: dict[tuple[Hashable, Hashable], float | None] = {}
+    for a, b in itertools.combinations(range(len(matrix.raters)), 2):
+        both = ~np.isnan(matrix.values[a]) & ~np.isnan(matrix.values[b])
+        kappa = None
+        if both.sum() >= min_shared_items:
+            # Undefined kappa (both raters constant) comes back as NaN, reported as None below.
+            with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+                warnings.simplefilter("ignore", UndefinedMetricWarning)
+                value = cohen_kappa_score(
+                    matrix.values[a, both].astype(int),
+                    matrix.values[b, both].astype(int),
+                    labels=labels,
+                    weights="quadratic",
+                )
+            kappa = None if math.isnan(value) else float(value)
+        result[(matrix.raters[a], matrix.raters[b])] = kappa
+    return result
+
+
+@dataclass(frozen=True)
+class ItemDisagreement:
+    item_id: Hashable
+    scores: dict[Hashable, float]  # rater -> score
+    spread: float  # max - min
+    std: float  # population standard deviation
+
+
+def disagreement_items(ratings: Iterable[Rating], *, top: int = 10) -> list[ItemDisagreement]:
+    """Items with at least two ratings, most disputed first (spread, then std), for adjudication."""
+    matrix = reliability_matrix(ratings)
+    found = []
+    for column, item_id in enumerate(matrix.items):
+        rated = ~np.isnan(matrix.values[:, column])
+        if rated.sum() < 2:
+            continue
+        scores = matrix.values[rated, column]
+        raters = [rater for rater, is_rated in zip(matrix.raters, rated, strict=True) if is_rated]
+        found.append(
+            ItemDisagreement(
+                item_id=item_id,
+                scores=dict(zip(raters, scores.tolist(), strict=True)),
+                spread=float(scores.max() - scores.min()),
+                std=float(scores.std()),
+            )
+        )
+    found.sort(key=lambda d: (-d.spread, -d.std))  # stable: ties keep first-seen order
+    return found[:top]
+
+
+# --- FIRE Table A1 --------------------------------------------------------------------------------
+
+TurnKind = Literal["feedback", "response"]
+
+
+def fire_rating_table(
+    ratings: Iterable[tuple[str, TurnKind, Number]],
+    *,
+    splits: Sequence[str] | None = None,
+    digits: int = 2,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    title: str = "Human ratings (1-5) of FIRE teacher feedback and student responses",
+) -> Table:
+    """Table A1 layout: per split the mean feedback and response rating with 95% CIs, then "All".
+
+    `ratings` are ``(split, turn_kind, score)`` with turn_kind "feedback" or "response".
+    """
+    ratings = list(ratings)
+    for _, kind, _ in ratings:
+        if kind not in ("feedback", "response"):
+            raise ValueError(f"turn kind must be 'feedback' or 'response', got {kind!r}")
+    summaries = summarize_ratings(
+        (((split, kind), score) for split, kind, score in ratings), n_resamples=n_resamples, seed=seed
+    )
+    summaries |= summarize_ratings(
+        (((None, kind), score) for _, kind, score in ratings), n_resamples=n_resamples, seed=seed
+    )
+    split_order = list(splits) if splits is not None else list(dict.fromkeys(s for s, _, _ in ratings))
+
+    def cells(split: str | None, kind: TurnKind) -> list[Cell]:
+        summary = summaries.get((split, kind))
+        if summary is None:
+            return [0, None, None]
+        ci = summary.ci
+        ci_text = f"[{round_half_up(ci.low, digits)}, {round_half_up(ci.high, digits)}]" if ci else None
+        return [summary.count, round_half_up(summary.mean, digits), ci_text]
+
+    row_keys: list[tuple[str, str | None]] = [(split, split) for split in split_order]
+    if len(split_order) > 1:
+        row_keys.append(("All", None))
+    rows = [[label, *cells(key, "feedback"), *cells(key, "response")] for label, key in row_keys]
+    return Table(
+        title=title,
+        columns=[
+            "Split",
+            "#Feedback",
+            "Feedback",
+            "Feedback 95% CI",
+            "#Response",
+            "Response",
+            "Response 95% CI",
+        ],
+        rows=rows,
+        notes=[
+            f"Mean rating; 95% CI by percentile bootstrap over ratings ({n_resamples} resamples, seed {seed}).",
+        ],
+    )

@@ -1,0 +1,260 @@
+"""FIRE rating reports: plain rows from the database → ``evaluation.fire.metrics`` → tables and JSON.
+
+Only final ratings count (drafts never reach a report). Annotators are named by pseudonym. The functions the
+researcher pages, the API and ``export_fire`` call:
+
+- ``fire_ratings_table(batch)``: Table A1 (mean feedback and response rating per split, 95% bootstrap CIs)
+- ``fire_rating_summary(batch, by)``: mean and CI per split / source / turn index, for each turn kind
+- ``fire_agreement_table(batch)``, ``fire_kappa_table(batch)``: Krippendorff's alpha (ordinal and interval) and
+  pairwise quadratic-weighted kappa, for the batch and per source
+- ``fire_disagreements_table(batch)``: the turns raters disagree on most, for adjudication
+- ``fire_ratings_long(batch)``: one row per rating (conversation, turn, annotator pseudonym, score)
+- ``fire_conversations_export(batch)``: the conversations back in FIRE JSON, with ``human_rating`` (mean of
+  raters) and ``human_ratings`` (per rater) on each rated turn
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from statistics import mean
+from typing import Literal
+
+from django.db.models import Prefetch
+
+from annotate.errors import ApplicationError
+from annotate.models import Batch, Conversation, Rating, Turn
+from evaluation.fire.metrics import (
+    disagreement_items,
+    fire_rating_table,
+    krippendorff_alpha,
+    pairwise_weighted_kappa,
+    summarize_ratings,
+)
+from evaluation.metrics import round_half_up
+from evaluation.table import Table
+
+SCALE = [1, 2, 3, 4, 5]
+NO_SPLIT = "(no split)"
+NO_SOURCE = "(no source)"
+RATED_KINDS = ("feedback", "response")
+
+
+@dataclass(frozen=True)
+class RatingRow:
+    conversation: str  # the conversation's external id
+    split: str
+    source: str
+    turn: int
+    role: str
+    kind: str
+    annotator: str  # pseudonym
+    score: int
+    comment: str
+
+    @property
+    def item(self) -> tuple[str, int]:
+        return (self.conversation, self.turn)
+
+
+def fire_rating_rows(batch: Batch) -> list[RatingRow]:
+    """Every final FIRE rating of the batch, in conversation and turn order (one query)."""
+    rows = (
+        Rating.objects.filter(turn__conversation__batch=batch, is_final=True, score__isnull=False,
+                              turn__kind__in=RATED_KINDS)
+        .order_by("turn__conversation__position", "turn__conversation_id", "turn__index", "annotator__pseudonym")
+        .values_list("turn__conversation__external_id", "turn__conversation__split", "turn__conversation__source",
+                     "turn__index", "turn__role", "turn__kind", "annotator__pseudonym", "score", "comment")
+    )
+    return [RatingRow(*row) for row in rows]
+
+
+def _rows_or_error(batch: Batch) -> list[RatingRow]:
+    rows = fire_rating_rows(batch)
+    if not rows:
+        raise ApplicationError(f"Batch {batch.name!r} has no final FIRE ratings to report yet.", code="no_ratings")
+    return rows
+
+
+def _split_order(batch: Batch) -> list[str]:
+    """Splits in the order of the imported file."""
+    splits = batch.conversations.order_by("position", "id").values_list("split", flat=True)
+    return list(dict.fromkeys(split or NO_SPLIT for split in splits))
+
+
+def fire_ratings_table(batch: Batch, *, digits: int = 2, n_resamples: int = 2000, seed: int = 0) -> Table:
+    """FIRE Table A1: per split the mean rating of teacher feedback and of student responses, with 95% CIs."""
+    rows = _rows_or_error(batch)
+    present = {row.split or NO_SPLIT for row in rows}
+    return fire_rating_table(
+        ((row.split or NO_SPLIT, row.kind, row.score) for row in rows),
+        splits=[split for split in _split_order(batch) if split in present],
+        digits=digits, n_resamples=n_resamples, seed=seed,
+        title=f"Human ratings (1-5) of FIRE teacher feedback and student responses — {batch.name}",
+    )
+
+
+GroupBy = Literal["split", "source", "turn"]
+
+
+def fire_rating_summary(batch: Batch, by: GroupBy = "split", *, digits: int = 2, n_resamples: int = 2000,
+                        seed: int = 0) -> Table:
+    """Mean and 95% bootstrap CI of response and feedback ratings per split, source or turn index."""
+    if by not in ("split", "source", "turn"):
+        raise ApplicationError(f"Unknown grouping {by!r}; expected split, source or turn.", code="bad_grouping")
+    rows = _rows_or_error(batch)
+
+    def key(row: RatingRow):
+        group = {"split": row.split or NO_SPLIT, "source": row.source or NO_SOURCE, "turn": row.turn}[by]
+        return (group, row.kind)
+
+    summaries = summarize_ratings(((key(r), r.score) for r in rows), n_resamples=n_resamples, seed=seed)
+    first_seen = {group: n for n, group in enumerate(dict.fromkeys(group for group, _ in summaries))}
+    table_rows = []
+    # Groups in file order (turns by index), feedback before response within a group.
+    for (group, kind), summary in sorted(summaries.items(), key=lambda item: (
+            item[0][0] if by == "turn" else first_seen[item[0][0]], item[0][1])):
+        ci = summary.ci
+        table_rows.append([group, kind, summary.count, round_half_up(summary.mean, digits),
+                           round_half_up(ci.low, digits) if ci else None,
+                           round_half_up(ci.high, digits) if ci else None])
+    label = {"split": "Split", "source": "Source", "turn": "Turn index"}[by]
+    return Table(
+        title=f"Mean FIRE ratings per {label.lower()} — {batch.name}",
+        columns=[label, "Kind", "N", "Mean", "95% CI low", "95% CI high"],
+        rows=table_rows,
+        notes=[f"95% CI by percentile bootstrap over ratings ({n_resamples} resamples, seed {seed})."],
+    )
+
+
+def _triples(rows: list[RatingRow]):
+    return [(row.item, row.annotator, row.score) for row in rows]
+
+
+def _scopes(rows: list[RatingRow]) -> list[tuple[str, list[RatingRow]]]:
+    by_source: dict[str, list[RatingRow]] = defaultdict(list)
+    for row in rows:
+        by_source[row.source or NO_SOURCE].append(row)
+    scopes = [("All", rows)]
+    if len(by_source) > 1:
+        scopes += [(f"source: {source}", group) for source, group in by_source.items()]
+    return scopes
+
+
+def _round(value: float | None, digits: int = 3) -> Decimal | None:
+    return None if value is None else round_half_up(value, digits)
+
+
+def fire_agreement(batch: Batch) -> list[dict]:
+    """Agreement per scope (the batch, then each source): alpha ordinal/interval and pairwise kappa."""
+    result = []
+    for scope, rows in _scopes(_rows_or_error(batch)):
+        triples = _triples(rows)
+        kappas = pairwise_weighted_kappa(triples, labels=SCALE)
+        defined = [k for k in kappas.values() if k is not None]
+        result.append({
+            "scope": scope,
+            "items": len({row.item for row in rows}),
+            "raters": len({row.annotator for row in rows}),
+            "ratings": len(rows),
+            "alpha_ordinal": krippendorff_alpha(triples, level="ordinal", value_domain=SCALE),
+            "alpha_interval": krippendorff_alpha(triples, level="interval"),
+            "kappa_mean": mean(defined) if defined else None,
+            "kappa_pairs": [{"rater_a": a, "rater_b": b, "kappa": k} for (a, b), k in kappas.items()],
+        })
+    return result
+
+
+def fire_agreement_table(batch: Batch) -> Table:
+    rows = [
+        [s["scope"], s["items"], s["raters"], s["ratings"], _round(s["alpha_ordinal"]), _round(s["alpha_interval"]),
+         _round(s["kappa_mean"]), len(s["kappa_pairs"])]
+        for s in fire_agreement(batch)
+    ]
+    return Table(
+        title=f"Inter-rater agreement on FIRE ratings — {batch.name}",
+        columns=["Scope", "Items", "Raters", "Ratings", "Alpha (ordinal)", "Alpha (interval)",
+                 "Mean pairwise kappa", "Rater pairs"],
+        rows=rows,
+        notes=["Items are rated turns. Krippendorff's alpha (krippendorff package); Cohen's kappa with quadratic "
+               "weights over the 1-5 scale (scikit-learn), per rater pair on the turns both rated (at least 2)."],
+    )
+
+
+def fire_kappa_table(batch: Batch) -> Table:
+    rows = [[s["scope"], p["rater_a"], p["rater_b"], _round(p["kappa"])]
+            for s in fire_agreement(batch) for p in s["kappa_pairs"]]
+    return Table(title=f"Pairwise quadratic-weighted kappa — {batch.name}",
+                 columns=["Scope", "Rater A", "Rater B", "Kappa"], rows=rows,
+                 notes=["'-': fewer than 2 shared turns, or kappa undefined (a rater gave one score only)."])
+
+
+def fire_disagreements_table(batch: Batch, *, top: int = 20) -> Table:
+    rows = _rows_or_error(batch)
+    kinds = {row.item: row.kind for row in rows}
+    found = disagreement_items(_triples(rows), top=top)
+    return Table(
+        title=f"Turns with the largest rater disagreement — {batch.name}",
+        columns=["Conversation", "Turn", "Kind", "Scores", "Spread", "Std"],
+        rows=[[d.item_id[0], d.item_id[1], kinds[d.item_id],
+               " ".join(f"{rater}={int(score)}" for rater, score in d.scores.items()),
+               int(d.spread), _round(d.std, 2)] for d in found],
+        notes=["Spread = highest minus lowest score; ordered by spread, then standard deviation."],
+    )
+
+
+def fire_ratings_long(batch: Batch) -> Table:
+    """Ratings in long format: one row per (conversation, turn, annotator)."""
+    rows = fire_rating_rows(batch)
+    return Table(
+        title=f"FIRE ratings, long format — {batch.name}",
+        columns=["conversation", "split", "source", "turn", "role", "kind", "annotator", "score", "comment"],
+        rows=[[r.conversation, r.split, r.source, r.turn, r.role, r.kind, r.annotator, r.score, r.comment]
+              for r in rows],
+    )
+
+
+def _mean_json(scores: list[int]) -> float | int:
+    value = round_half_up(Fraction(sum(scores), len(scores)), 4)
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def fire_conversations_export(batch: Batch) -> list[dict]:
+    """The batch's conversations in the released FIRE JSON schema, each rated turn carrying ``human_rating``
+    (the mean of its raters' final scores) and ``human_ratings`` (``[{"annotator", "score", "comment"}]``)."""
+    ratings = Rating.objects.filter(is_final=True, score__isnull=False).select_related("annotator").order_by(
+        "annotator__pseudonym")
+    turns = Turn.objects.order_by("index").prefetch_related(Prefetch("ratings", queryset=ratings))
+    conversations = (
+        Conversation.objects.filter(batch=batch).order_by("position", "id").select_related("image")
+        .prefetch_related(Prefetch("turns", queryset=turns))
+    )
+    records = []
+    for conv in conversations:
+        record = {
+            "id": conv.external_id,
+            "image": conv.image_name,
+            "img_path": conv.metadata.get("img_path", conv.image_name),
+            "question": {"role": "user", "value": conv.question},
+            "groundtruth": {"role": "user", "value": conv.ground_truth},
+            "conversations": [],
+            "source": conv.source,
+            "round": conv.round,
+            "score": conv.original_scores,
+            "split": conv.split,
+        }
+        for key, value in (conv.metadata.get("extra") or {}).items():
+            record.setdefault(key, value)
+        for turn in conv.turns.all():
+            entry = {"role": turn.role, "type": turn.kind, "value": turn.text}
+            rated = list(turn.ratings.all())
+            if rated:
+                entry["human_rating"] = _mean_json([r.score for r in rated])
+                entry["human_ratings"] = [
+                    {"annotator": r.annotator.pseudonym, "score": r.score, "comment": r.comment} for r in rated
+                ]
+            record["conversations"].append(entry)
+        records.append(record)
+    return records

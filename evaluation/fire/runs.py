@@ -1,0 +1,124 @@
+"""FIRE's Tables 2-5 from a FIRE run of the app (fixed and free dialogues), with the metric functions of
+evaluation.fire.metrics (the paper's definitions; decisions in its docstring)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+from annotate.bench.fire_engine import teacher_feedback
+from annotate.models import BenchRun, FireRunTurn
+from evaluation.fire.metrics import bleu_scores, cider_d, free_dialogue_metrics, mean_absolute_error
+from evaluation.metrics import round_half_up
+from evaluation.table import Cell, Table
+
+DIGITS = 2
+
+
+def _number(value: float | Fraction | None, digits: int = DIGITS) -> Decimal | None:
+    return None if value is None else round_half_up(value, digits)
+
+
+def _text_scores(hypotheses: list[str], references: list[str]) -> list[Cell]:
+    """BLEU-1..4 and CIDEr-D (pycocoevalcap, as FIRE's official code), one reference per hypothesis."""
+    if not hypotheses:
+        return [None] * 5
+    refs = [[r] for r in references]
+    bleu = bleu_scores(hypotheses, refs) or {}
+    return [_number(bleu.get(n)) for n in (1, 2, 3, 4)] + [_number(cider_d(hypotheses, refs))]
+
+
+def student_table(run: BenchRun) -> Table:
+    """Table 2: each student's responses in fixed dialogues against the recorded ones."""
+    rows: list[list[Cell]] = []
+    for student in run.receivers.order_by("name"):
+        turns = list(FireRunTurn.objects.filter(run=run, student=student, role="student", teacher__isnull=True)
+                     .order_by("conversation_id", "number"))
+        rows.append([student.label, len(turns), *_text_scores([t.text for t in turns],
+                                                               [t.reference_text for t in turns])])
+    return Table(title=f"FIRE fixed dialogues: students (Table 2), run {run.pk} on {run.batch.name}",
+                 columns=["Student", "Turns", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "CIDEr"], rows=rows,
+                 notes=["BLEU-1..4 and CIDEr-D as pycocoevalcap computes them on whitespace-split raw text "
+                        "(BLEU on 0-1; CIDEr-D on its own scale), against the recorded student responses."])
+
+
+def teacher_table(run: BenchRun) -> Table:
+    """Table 3: each teacher's feedback and scores in fixed dialogues against the recorded ones."""
+    rows: list[list[Cell]] = []
+    for teacher in run.providers.order_by("name"):
+        turns = list(FireRunTurn.objects.filter(run=run, teacher=teacher, role="teacher", student__isnull=True)
+                     .order_by("conversation_id", "number"))
+        scored = [t for t in turns if t.reference_score is not None]
+        mae = mean_absolute_error([t.score for t in scored], [t.reference_score for t in scored])
+        rows.append([teacher.label, len(turns),
+                     *_text_scores([teacher_feedback(t.text) for t in turns],
+                                   [teacher_feedback(t.reference_text) for t in turns]),
+                     _number(mae.value), mae.unparseable])
+    return Table(title=f"FIRE fixed dialogues: teachers (Table 3), run {run.pk} on {run.batch.name}",
+                 columns=["Teacher", "Turns", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "CIDEr", "MAE",
+                          "Unparseable scores"], rows=rows,
+                 notes=["Feedback compared after its 'Feedback:' marker; MAE of the 'Score: N' values, an "
+                        "unparseable score counting as an error of 10 (FIRE's analyze_teacher)."])
+
+
+def _dialogue_scores(run: BenchRun) -> dict[tuple[int, int], dict[int, tuple[str, list[float | None]]]]:
+    """(student id, teacher id) -> conversation id -> (its source, the teacher's scores in turn order)."""
+    dialogues: dict[tuple[int, int], dict[int, tuple[str, list[float | None]]]] = {}
+    for student, teacher, conversation, source, score in FireRunTurn.objects.filter(
+            run=run, role="teacher").order_by("conversation_id", "number").values_list(
+            "student_id", "teacher_id", "conversation_id", "conversation__source", "score"):
+        dialogues.setdefault((student, teacher), {}).setdefault(conversation, (source, []))[1].append(score)
+    return dialogues
+
+
+def free_tables(run: BenchRun) -> tuple[Table, Table]:
+    """Table 4 (AT relative to the baseline student with the same teacher, ADR, ATR, RR) and Table 5 (per
+    source dataset)."""
+    dialogues = _dialogue_scores(run)
+    students = {m.pk: m for m in run.receivers.all()}
+    teachers = list(run.providers.order_by("name"))
+    baseline = next((m for m in students.values() if m.name == run.baseline), None)
+    settings = {"threshold": run.threshold, "n_max": run.n_max}
+
+    def metrics(scores: list[list[float | None]], at_baseline: Fraction | None) -> list[Cell]:
+        raw = free_dialogue_metrics(scores, **settings) if scores else None
+        if raw is None:
+            return [None] * 4
+        at = raw.average_turn / at_baseline if raw.average_turn is not None and at_baseline else None
+        return [_number(at), _number(raw.average_dialogue_refinement), _number(raw.average_turn_refinement),
+                _number(raw.refinement_ratio)]
+
+    def baseline_at(teacher_id: int, source: str | None = None) -> Fraction | None:
+        if baseline is None:
+            return None
+        scores = [s for src, s in dialogues.get((baseline.pk, teacher_id), {}).values() if source in (None, src)]
+        return free_dialogue_metrics(scores, **settings).average_turn if scores else None
+
+    overall: list[list[Cell]] = []
+    by_source: list[list[Cell]] = []
+    for teacher in teachers:
+        for student in sorted(students.values(), key=lambda m: m.name):
+            mine = dialogues.get((student.pk, teacher.pk), {})
+            overall.append([student.label, teacher.label, len(mine),
+                            *metrics([s for _, s in mine.values()], baseline_at(teacher.pk))])
+            for source in sorted({src for src, _ in mine.values()}):
+                scores = [s for src, s in mine.values() if src == source]
+                by_source.append([source or "-", student.label, teacher.label, len(scores),
+                                  *metrics(scores, baseline_at(teacher.pk, source))])
+    note = (f"AT = mean turns to reach {run.threshold} within {run.n_max} (else 10), relative to "
+            f"{baseline.label if baseline else 'the baseline'} (= 1) with the same teacher; dialogues solved at "
+            "turn 1 are left out; ADR, ATR, RR as FIRE §3.4.1 (evaluation.fire.metrics).")
+    columns = ["AT", "ADR", "ATR", "RR"]
+    return (
+        Table(title=f"FIRE free dialogues (Table 4), run {run.pk} on {run.batch.name}",
+              columns=["Student", "Teacher", "Dialogues", *columns], rows=overall, notes=[note]),
+        Table(title=f"FIRE free dialogues per source dataset (Table 5), run {run.pk}",
+              columns=["Source", "Student", "Teacher", "Dialogues", *columns], rows=by_source, notes=[note]),
+    )
+
+
+def fire_run_tables(run: BenchRun) -> list[Table]:
+    if run.protocol == BenchRun.Protocol.FIRE_FIXED:
+        return [t for t, wanted in ((student_table(run), run.receivers.exists()),
+                                    (teacher_table(run), run.providers.exists())) if wanted]
+    return list(free_tables(run))

@@ -1,0 +1,192 @@
+"""Preference reports: plain rows (``preference_selectors``) → ``preference_metrics`` → tables, JSON and exports.
+
+The researcher page, the API and the downloads all call ``preference_report(batch)``; one report has four tables:
+
+- ``pairs``: per (model A, model B) the wins, ties and losses of A and A's win rate with a 95% bootstrap CI
+- ``agreement``: agreement on comparisons judged by two or more raters, for all raters and per rater
+- ``kappa``: per rater pair, observed agreement and quadratic-weighted Cohen's kappa
+- ``scores``: per model the mean helpfulness, faithfulness and ethics (1-5) with 95% bootstrap CIs
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+
+from annotate.errors import ApplicationError, NotFound
+from annotate.models import Batch
+from annotate.preference.services import DIMENSIONS
+from evaluation.exporters.tables import render, to_json
+from evaluation.exports import CONTENT_TYPES, Export, export_filename
+from evaluation.fire.metrics import summarize_ratings
+from evaluation.metrics import ConfidenceInterval, percent, round_half_up
+from evaluation.preference.metrics import (
+    label_order,
+    pair_judgments,
+    pairwise_win_rates,
+    preference_agreement,
+)
+from evaluation.preference.selectors import MODELS_FIELD, PreferenceData, preference_data
+from evaluation.table import Table
+
+PREFERENCE_FORMATS = ("csv", "md", "json", "tex")
+PREFERENCE_TABLES = ("pairs", "agreement", "kappa", "scores")
+LEFT_OUT_SHOWN = 5
+
+
+@dataclass
+class PreferenceReport:
+    batch: Batch
+    data: PreferenceData
+    pairs: Table
+    agreement: Table
+    kappa: Table
+    scores: Table
+
+    def tables(self) -> dict[str, Table]:
+        return {name: getattr(self, name) for name in PREFERENCE_TABLES}
+
+    def as_dict(self) -> dict:
+        """The whole report as JSON-ready data (the API's answer, less the links)."""
+        return {
+            "batch": {"id": self.batch.id, "name": self.batch.name, "kind": self.batch.kind},
+            "labelled_by": self.data.labelled_by,
+            "conversations": self.data.conversations,
+            "rankings": self.data.rankings,
+            "raters": self.data.raters,
+            "left_out": [{"conversation": c, "why": why} for c, why in self.data.left_out],
+            "tables": {name: json.loads(to_json(table)) for name, table in self.tables().items()},
+        }
+
+
+def _3(value: float | None) -> Decimal | None:
+    return None if value is None else round_half_up(value, 3)
+
+
+def _ci_text(ci: ConfidenceInterval | None, digits: int = 2) -> str | None:
+    return f"[{round_half_up(ci.low, digits)}, {round_half_up(ci.high, digits)}]" if ci else None
+
+
+def _source_notes(data: PreferenceData) -> list[str]:
+    notes = []
+    if data.labelled_by == "positions":
+        notes.append(f"Candidates are compared by position (Candidate 1 = each record's first response): the "
+                     f"records name no models (add a {MODELS_FIELD!r} list, one name per response, to compare "
+                     "models).")
+    if data.left_out:
+        shown = "; ".join(f"{c}: {why}" for c, why in data.left_out[:LEFT_OUT_SHOWN])
+        more = f" and {len(data.left_out) - LEFT_OUT_SHOWN} more" if len(data.left_out) > LEFT_OUT_SHOWN else ""
+        notes.append(f"{len(data.left_out)} rated conversation(s) left out ({shown}{more}).")
+    return notes
+
+
+def _pairs_table(batch: Batch, data: PreferenceData, pairs, *, n_resamples: int, seed: int) -> Table:
+    rows = [
+        [r.model_a, r.model_b, r.items, r.judgments, r.wins, r.ties, r.losses, percent(r.win_rate),
+         percent(r.ci.low) if r.ci else None, percent(r.ci.high) if r.ci else None]
+        for r in pairwise_win_rates(pairs, n_resamples=n_resamples, seed=seed)
+    ]
+    return Table(
+        title=f"Pairwise preferences (win / tie / loss) — {batch.name}",
+        columns=["Model A", "Model B", "Items", "Judgments", "A wins", "Ties", "B wins", "A win rate (%)",
+                 "95% CI low (%)", "95% CI high (%)"],
+        rows=rows,
+        notes=[
+            "Each final ranking gives one judgment per pair of its candidates (an item rated by K raters counts K "
+            "times). A win rate = (A wins + ties / 2) / judgments.",
+            f"95% CI by percentile bootstrap over items: an item's judgments are resampled together "
+            f"({n_resamples} resamples, seed {seed}).",
+            *_source_notes(data),
+        ],
+    )
+
+
+def _agreement_tables(batch: Batch, pairs) -> tuple[Table, Table]:
+    agreement = preference_agreement(pairs)
+    defined = [p.kappa for p in agreement.per_pair if p.kappa is not None]
+    rows = [["All raters", agreement.items, agreement.rater_pairs_compared, percent(agreement.agreement),
+             _3(agreement.alpha_ordinal), _3(sum(defined) / len(defined) if defined else None)]]
+    rows += [[str(r.rater), r.items, r.comparisons, percent(r.agreement), None, _3(r.mean_kappa)]
+             for r in agreement.per_rater]
+    summary = Table(
+        title=f"Rater agreement on pairwise preferences — {batch.name}",
+        columns=["Rater", "Items", "Comparisons", "Agreement (%)", "Alpha (ordinal)", "Mean pairwise kappa"],
+        rows=rows,
+        notes=[
+            "Only comparisons (an item's pair of candidates) judged by two or more raters count; outcomes are "
+            "A preferred > tie > B preferred.",
+            "All raters: Comparisons = (comparison, pair of its raters); Agreement = the share with the same "
+            "outcome; Krippendorff's alpha (ordinal, krippendorff package). Per rater: their judgments against "
+            "each other rater's judgment of the same comparison; mean of their pairwise kappas.",
+        ],
+    )
+    kappa = Table(
+        title=f"Pairwise rater agreement on preferences — {batch.name}",
+        columns=["Rater A", "Rater B", "Shared comparisons", "Agreement (%)", "Kappa"],
+        rows=[[str(p.rater_a), str(p.rater_b), p.shared, percent(p.agreement), _3(p.kappa)]
+              for p in agreement.per_pair],
+        notes=["Cohen's kappa with quadratic weights over B preferred / tie / A preferred (scikit-learn); '-': "
+               "fewer than 2 shared comparisons, or undefined (a rater gave one outcome only)."],
+    )
+    return summary, kappa
+
+
+def _scores_table(batch: Batch, data: PreferenceData, *, n_resamples: int, seed: int) -> Table:
+    order = list(dict.fromkeys([*label_order(data.judgments), *(s.label for s in data.scores)]))
+    summaries = {
+        d: summarize_ratings(((s.label, s.value(d)) for s in data.scores if s.value(d) is not None),
+                             n_resamples=n_resamples, seed=seed)
+        for d in DIMENSIONS
+    }
+    rows = []
+    for label in order:
+        counts = [summaries[d][label].count for d in DIMENSIONS if label in summaries[d]]
+        if not counts:
+            continue
+        row: list = [label, max(counts)]
+        for d in DIMENSIONS:
+            summary = summaries[d].get(label)
+            row += [round_half_up(summary.mean, 2), _ci_text(summary.ci)] if summary else [None, None]
+        rows.append(row)
+    return Table(
+        title=f"Candidate scores (1-5) per model — {batch.name}",
+        columns=["Model", "Ratings", "Helpfulness", "Helpfulness 95% CI", "Faithfulness", "Faithfulness 95% CI",
+                 "Ethics", "Ethics 95% CI"],
+        rows=rows,
+        notes=[f"Mean of final ratings; 95% CI by percentile bootstrap over ratings ({n_resamples} resamples, "
+               f"seed {seed}).", *_source_notes(data)],
+    )
+
+
+def preference_report(batch: Batch, *, n_resamples: int = 2000, seed: int = 0) -> PreferenceReport:
+    """The batch's preference report (a 400 for a batch of another kind; empty tables before any ranking)."""
+    data = preference_data(batch)
+    pairs = pair_judgments(data.judgments)
+    agreement, kappa = _agreement_tables(batch, pairs)
+    return PreferenceReport(
+        batch=batch, data=data,
+        pairs=_pairs_table(batch, data, pairs, n_resamples=n_resamples, seed=seed),
+        agreement=agreement, kappa=kappa,
+        scores=_scores_table(batch, data, n_resamples=n_resamples, seed=seed),
+    )
+
+
+def check_preference_export(name: str, fmt: str) -> None:
+    """Unknown table → NotFound (404); a format it does not have → ApplicationError (400)."""
+    if name not in PREFERENCE_TABLES:
+        raise NotFound(f"Unknown preference table {name!r}; expected one of {', '.join(PREFERENCE_TABLES)}.")
+    if fmt not in PREFERENCE_FORMATS:
+        raise ApplicationError(f"Unknown format {fmt!r} for {name}; expected one of {', '.join(PREFERENCE_FORMATS)}.",
+                               code="bad_format")
+
+
+def preference_export(batch: Batch, name: str, fmt: str) -> Export:
+    """One table of the report as a file (csv, md, json or tex)."""
+    check_preference_export(name, fmt)
+    report = preference_report(batch)
+    if not report.data.rankings:
+        raise ApplicationError(f"Batch {batch.name!r} has no final rankings to report yet.", code="no_rankings")
+    table = report.tables()[name]
+    return Export(export_filename(batch, f"preference-{name}", fmt), CONTENT_TYPES[fmt],
+                  render(table, fmt).encode())

@@ -1,0 +1,24 @@
+"""Researcher page: per-annotator quality of a batch (speed flags, leak warnings, skips, gold accuracy).
+
+It is the one page that shows whether an annotator's stated answers were right: researchers only."""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+
+from evaluation.quality.selectors import FAST_ROUND_MS, FAST_SESSION_FRACTION, GOLD_CHECK_TYPES, batch_quality
+from evaluation.selectors import batch_for_researcher
+from evaluation.views import researcher_required
+
+
+@researcher_required
+def batch_quality_page(request, batch_id: int):
+    batch = batch_for_researcher(request.user, batch_id)  # members and admins; others get 404
+    return render(request, "annotate/quality.html", {
+        "quality": batch_quality(batch),
+        "batch": batch,
+        "fast_round_s": FAST_ROUND_MS / 1000,
+        "fast_session_pct": round(FAST_SESSION_FRACTION * 100),
+        "gold_check_types": ", ".join(GOLD_CHECK_TYPES),
+    })
+

@@ -1,0 +1,40 @@
+"""The table type every report builds: plain data, rendered by evaluation.exporters.
+
+Cells are already-rounded values: `Decimal` prints exactly as rounded (21.3, never 21.299999),
+`None` marks an undefined cell and prints as "-" in the text formats (null in JSON).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+Cell = str | int | float | Decimal | None
+UNDEFINED = "-"
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if len(set(self.columns)) != len(self.columns):
+            raise ValueError(f"column names must be unique (JSON rows are keyed by them): {self.columns}")
+        for index, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ValueError(
+                    f"row {index} has {len(row)} cells but the table has {len(self.columns)} columns"
+                )
+
+
+def cell_text(cell: Cell) -> str:
+    if cell is None:
+        return UNDEFINED
+    if isinstance(cell, bool):
+        return "yes" if cell else "no"
+    if isinstance(cell, float):
+        return repr(cell)
+    return str(cell)

@@ -1,0 +1,72 @@
+"""Query counts of the hot path: reserving a fresh item and submitting feedback (resume and session reads are in
+test_session_apis.py). They stay flat as the batch and the annotator's history grow."""
+
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from annotate.assignments import assignment_complete
+from annotate.models import Round, Session
+from annotate.server import single_statement
+from tests.factories import make_batch
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
+
+
+
+def reserve(api_client, batch):
+    with CaptureQueriesContext(connection) as queries:
+        response = api_client.post(reverse("api-next"), {"batch": batch.name}, format="json")
+    assert response.status_code == 200
+    return response.json()["session_id"], len(queries)
+
+
+def answered(session_id):
+    Round.objects.filter(session_id=session_id).update(generation_status=Round.Generation.DONE, answer_text="1",
+                                                       final_verdict=False, auto_verdict=False)
+    Session.objects.filter(pk=session_id).update(status=Session.Status.AWAITING_FEEDBACK)
+
+
+def submit(api_client, session_id, n):
+    with CaptureQueriesContext(connection) as queries:
+        response = api_client.post(reverse("api-session-feedback", args=[session_id]),
+                                   {"feedback": "Look again.", "client_request_id": f"r{n}"}, format="json")
+    assert response.status_code == 201
+    return len(queries)
+
+
+def finish(session_id):
+    session = Session.objects.get(pk=session_id)
+    Session.objects.filter(pk=session_id).update(status=Session.Status.COMPLETED)
+    assignment_complete(assignment_id=session.assignment_id)
+
+
+@pytest.mark.parametrize("gold_rate", [0.0, 0.25])
+def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simulated_model, gold_rate, monkeypatch):
+    from annotate.queue import services as queue
+
+    monkeypatch.setattr(queue, "_next_expiry_check", float("inf"))  # the periodic lease probe: tested in test_queue
+    batch = make_batch(models=[simulated_model], tasks=30)
+    batch.tasks.filter(id__in=batch.tasks.values_list("id", flat=True)[:5]).update(is_gold=True)
+    batch.gold_rate = gold_rate
+    batch.save()
+    api_client.force_authenticate(annotator)
+    next_counts, submit_counts = [], []
+    for n in range(8):
+        session_id, count = reserve(api_client, batch)
+        next_counts.append(count)
+        answered(session_id)
+        submit_counts.append(submit(api_client, session_id, n))
+        finish(session_id)
+    # A fresh reservation: the batch, the annotator's latest assignment (resume, last task, pins; a newcomer's pins
+    # take one more), the served-gold count with a gold rate, then on PostgreSQL one statement (lock the first open
+    # item, claim it, insert the assignment, session and round 0); elsewhere the ORM path: the open tier with its
+    # model, claim, assignment, session, round 0, and the transaction's markers.
+    fresh = (3 if single_statement.supported() else 9) + (1 if gold_rate else 0)
+    assert next_counts == [fresh + 1] + [fresh] * 7, next_counts
+    # A submit: the session with its ownership check, its rounds, the new round saved as the session moves on (on
+    # PostgreSQL one statement; elsewhere the transaction's markers, the session's update and the insert), and the
+    # snapshot's images (its rounds are those the submit already holds).
+    assert submit_counts == [4 if single_statement.supported() else 7] * 8, submit_counts

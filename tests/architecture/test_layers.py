@@ -1,0 +1,58 @@
+"""README's import-layer diagram is drawn from the import-linter contracts in pyproject.toml, and its package
+table names every package of the tree: the documentation of the design cannot drift from the code."""
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+START, END = "<!-- import-layers: drawn from pyproject.toml's import-linter contracts -->", "<!-- /import-layers -->"
+
+
+def contracts() -> dict[str, dict]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return {contract["id"]: contract for contract in config["contracts"]}
+
+
+def diagram() -> str:
+    """The layers, top (may import everything below) to bottom; ' · ' joins modules of one layer."""
+    found = contracts()
+    lines = ["```text"]
+    for container in [layer.strip() for layer in found["layers"]["layers"]]:
+        layered = found.get(f"{container}-layers")
+        if layered is None:
+            lines.append(f"{container}")
+        else:
+            for index, layer in enumerate(layered["layers"]):
+                names = " · ".join(name.strip() for name in layer.split(":"))
+                lines.append(f"{container if index == 0 else '':<12}{names}")
+        lines.append(f"{'':<12}↓ imports point down only")
+    lines[-1:] = ["```"]
+    return "\n".join(lines)
+
+
+def test_readme_draws_the_import_layers_of_the_contracts():
+    readme = (ROOT / "README.md").read_text()
+    assert START in readme and END in readme, f"README.md lacks the markers {START} ... {END}"
+    drawn = readme.split(START, 1)[1].split(END, 1)[0].strip()
+    assert drawn == diagram(), "README's import layers differ from pyproject.toml's contracts; paste:\n" + diagram()
+
+
+def test_every_package_is_in_the_readme_table():
+    readme = (ROOT / "README.md").read_text()
+    packages = sorted(
+        str(init.parent.relative_to(ROOT))
+        for root in ("annotate", "evaluation", "models_runtime")
+        for init in (ROOT / root).rglob("__init__.py")
+        if "migrations" not in init.parts and "management" not in init.parts
+    )
+    missing = [package for package in packages if f"`{package}/`" not in readme]
+    assert not missing, f"packages not described in README's package table: {missing}"
+
+
+def test_every_layered_module_exists():
+    found = contracts()
+    for container in ("annotate", "evaluation"):
+        for layer in found[f"{container}-layers"]["layers"]:
+            for name in (n.strip() for n in layer.split(":")):
+                path = ROOT / container / name
+                assert path.is_dir() or path.with_suffix(".py").exists(), f"{container}.{name} is in a contract only"
