@@ -541,8 +541,11 @@ async def annotator_loop(browser: Browser, cookie: str, batch: str, ws_base: str
     while time.monotonic() < deadline and stats.cycles < max_cycles:
         try:
             response = await browser.call("POST", "/api/next/", {"batch": batch})
-            if response.status == 204:
+            if response.status == 200 and response.json()["state"] == "done":
                 return
+            if response.status == 200 and response.json()["state"] == "wait":
+                await asyncio.sleep(response.json()["retry_after"])
+                continue
             if response.status != 200:
                 stats.error(f"next {response.status}")
                 await asyncio.sleep(1)

@@ -163,8 +163,11 @@ async def annotator(soak: Soak, browser: Browser, cookie: str, ws_base: str, arg
     while time.monotonic() < stop_at:
         try:
             reply = await call(soak, browser, "POST", "/api/next/", {"batch": BATCH_NAME})
-            if reply.status == 204:
+            if reply.status == 200 and reply.json()["state"] == "done":
                 return
+            if reply.status == 200 and reply.json()["state"] == "wait":
+                await asyncio.sleep(reply.json()["retry_after"])
+                continue
             if reply.status != 200:
                 soak.client_errors[f"next {reply.status}"] += 1
                 await asyncio.sleep(1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -18,12 +18,19 @@ class NextItemApi(APIView):
         batch = serializers.CharField(required=False, help_text="Batch name; any open batch when omitted")
 
     class NextItemOutputSerializer(serializers.Serializer):
-        session_id = serializers.IntegerField(allow_null=True, help_text="null for a FIRE conversation")
-        conversation_id = serializers.IntegerField(allow_null=True, help_text="set for a FIRE conversation")
-        url = UrlPathField(help_text="The page of the item")
+        state = serializers.ChoiceField(
+            choices=["item", "done", "wait"],
+            help_text="item: here is your next item; done: you have finished your share; wait: items are left but "
+                      "held by others or blocked for now, ask again after retry_after seconds")
+        session_id = serializers.IntegerField(required=False, allow_null=True, help_text="null for a FIRE conversation")
+        conversation_id = serializers.IntegerField(required=False, allow_null=True,
+                                                   help_text="set for a FIRE conversation")
+        url = UrlPathField(required=False, help_text="The page of the item")
+        retry_after = serializers.IntegerField(required=False, help_text="wait only: seconds (also the Retry-After "
+                                                                         "header)")
 
     @extend_schema(request=NextItemInputSerializer,
-                   responses={200: NextItemOutputSerializer, 204: None,
+                   responses={200: NextItemOutputSerializer,
                               **errors(400, 403, 404, 415, e404="No batch of that name")},
                    summary="Reserve the next item (or resume the current one)")
     def post(self, request):
@@ -36,8 +43,12 @@ class NextItemApi(APIView):
                 raise NotFound(f"No batch named {data.validated_data['batch']!r}.")
         assignment = queue_services.assignment_next(annotator=request.user, batch=batch)
         if assignment is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
+            empty = queue_services.nothing_to_serve(annotator=request.user, batch=batch)
+            if empty.state == "wait":
+                return Response({"state": "wait", "retry_after": empty.retry_after},
+                                headers={"Retry-After": str(empty.retry_after)})
+            return Response({"state": "done"})
         conversation_id = assignment.work_item.conversation_id
         session_id = None if conversation_id else assignment.session.id
-        return Response({"session_id": session_id, "conversation_id": conversation_id,
+        return Response({"state": "item", "session_id": session_id, "conversation_id": conversation_id,
                          "url": assignment_page_url(assignment)})

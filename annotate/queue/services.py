@@ -370,3 +370,42 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
 def open_items_count(*, annotator: User) -> int:
     """How many items the annotator could still be served (for the progress line)."""
     return _open_items(annotator, None).count()
+
+
+@dataclass(frozen=True)
+class NothingToServe:
+    """Why `assignment_next` found nothing: ``done`` (the annotator's share is finished, no item will come back)
+    or ``wait`` (items are left but held by others or blocked for now; ask again after ``retry_after`` s)."""
+
+    state: str
+    retry_after: int | None = None
+
+
+WAIT_SECONDS_MIN, WAIT_SECONDS_MAX = 5, 60
+WAIT_SECONDS_BLOCKED = 30  # an item blocked for this annotator by a rule (e.g. not the same task back to back)
+
+
+def nothing_to_serve(*, annotator: User, batch: Batch | None = None) -> NothingToServe:
+    """Tell a finished share from a queue that is only busy: the items the annotator could still be served if
+    nobody else held them (reservations, sessions under way) and no back-to-back rule applied."""
+    if batch is not None and not _batch_open_to(annotator, batch):
+        return NothingToServe("done")
+    items = WorkItem.objects.filter(batch__status=Batch.Status.READY, batch__kind__in=QUEUED_KINDS,
+                                    completed_count__lt=F("batch__overlap"))
+    if batch is not None:
+        items = items.filter(batch=batch)
+    if annotator.crowd_batch_id:
+        limit = Batch.objects.filter(pk=annotator.crowd_batch_id).values_list("items_per_participant", flat=True)
+        if _participant_quota_reached(annotator, limit.first()):
+            return NothingToServe("done")
+        items = items.filter(batch_id=annotator.crowd_batch_id)
+    items = _not_yet_taken_by(items, annotator.pk, None, repeats=None)
+    if not items.exists():
+        return NothingToServe("done")
+    held_until = Assignment.objects.filter(
+        work_item__in=items, status=Assignment.Status.ACTIVE).order_by("lease_expires_at").values_list(
+        "lease_expires_at", flat=True).first()
+    if held_until is None:
+        return NothingToServe("wait", WAIT_SECONDS_BLOCKED)
+    seconds = round((held_until - timezone.now()).total_seconds())
+    return NothingToServe("wait", min(WAIT_SECONDS_MAX, max(WAIT_SECONDS_MIN, seconds)))

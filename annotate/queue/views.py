@@ -5,12 +5,13 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from annotate.assignments import assignment_current
 from annotate.models import Session
 from annotate.queue.selectors import assignment_page_url
-from annotate.queue.services import assignment_next, open_items_count
+from annotate.queue.services import assignment_next, nothing_to_serve, open_items_count
 from annotate.sessions.selectors import annotator_progress
 
 
@@ -37,6 +38,16 @@ def home(request):
 def next_item(request):
     assignment = assignment_next(annotator=request.user)
     if assignment is None:
-        messages.info(request, "Nothing left to annotate right now. Thank you!")
-        return redirect("home")
+        return home_saying_why_nothing(request)
     return redirect(assignment_page_url(assignment))  # a session page, or the FIRE rating page
+
+
+def home_saying_why_nothing(request):
+    """Back to the home page with why the queue had nothing: the share is finished, or others hold what is left."""
+    empty = nothing_to_serve(annotator=request.user)
+    if empty.state == "wait":
+        messages.info(request, gettext("The items left are being worked on by others right now. Please try again "
+                                       "in %(seconds)s seconds.") % {"seconds": empty.retry_after})
+    else:
+        messages.success(request, gettext("You have finished your share. Thank you!"))
+    return redirect("home")

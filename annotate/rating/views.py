@@ -25,6 +25,7 @@ from annotate.models import Batch
 from annotate.preference.services import preference_save
 from annotate.queue.selectors import assignment_page_url
 from annotate.queue.services import assignment_next
+from annotate.queue.views import home_saying_why_nothing
 from annotate.rating.apis import viewer_payload
 from annotate.server.markdown import markdown_to_html
 
@@ -106,8 +107,7 @@ def fire_skip(request, conversation_id: int):
     messages.info(request, gettext("Skipped: the conversation goes to another annotator."))
     following = assignment_next(annotator=request.user)
     if following is None:
-        messages.info(request, gettext("Nothing left to annotate right now. Thank you!"))
-        return redirect("home")
+        return home_saying_why_nothing(request)
     return redirect(assignment_page_url(following))
 
 

@@ -75,7 +75,7 @@ def test_rate_a_conversation_with_the_keyboard_only(page, annotator, live_server
 
     page.keyboard.press("Control+Enter")  # Save scores and next
     page.wait_for_url(f"{live_server.url}/")  # nothing left: back home with a message
-    assert "Nothing left to annotate" in page.locator(".messages").inner_text()
+    assert "You have finished your share" in page.locator(".messages").inner_text()
 
     ratings = {r.turn.index: r for r in Rating.objects.select_related("turn")}
     assert {index: r.score for index, r in ratings.items()} == expected

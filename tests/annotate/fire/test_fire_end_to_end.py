@@ -28,7 +28,7 @@ def test_import_rate_and_export_table_a1(tmp_path):
     for username in SCORES:
         client = APIClient()
         client.force_authenticate(UserFactory(username=username))
-        while (served := client.post(reverse("api-next"), {"batch": batch.name}, format="json")).status_code == 200:
+        while (served := client.post(reverse("api-next"), {"batch": batch.name}, format="json")).json()["state"] == "item":
             conversation = client.get(reverse("api-conversation", args=[served.json()["conversation_id"]])).json()
             given = SCORES[username][conversation["external_id"]]
             rateable = [t["index"] for t in conversation["turns"] if t["is_rateable"]]
@@ -41,12 +41,12 @@ def test_import_rate_and_export_table_a1(tmp_path):
             saved = client.post(url, {"ratings": [{"turn": t, "score": s} for t, s in given.items()], "final": True,
                                       "client_request_id": f"{username}-{conversation['id']}"}, format="json")
             assert saved.status_code == 200, saved.json()
-        assert served.status_code == 204  # nothing left for this rater
+        assert served.json() == {"state": "done"}  # nothing left for this rater
 
     assert sorted(WorkItem.objects.filter(batch=batch).values_list("completed_count", flat=True)) == [3, 3]
     late = APIClient()
     late.force_authenticate(UserFactory(username="rater4"))
-    assert late.post(reverse("api-next"), {"batch": batch.name}, format="json").status_code == 204  # K met
+    assert late.post(reverse("api-next"), {"batch": batch.name}, format="json").json() == {"state": "done"}  # K met
 
     out = tmp_path / "table_a1.csv"
     call_command("export_fire", batch=batch.name, what="table-a1", format="csv", out=str(out))

@@ -171,7 +171,7 @@ def test_page_skip_of_the_last_item_goes_home(client, single_rater_batch, annota
     client.force_login(annotator)
     response = client.post(reverse("fire-skip", args=[second.id]), {"reason": REASON}, follow=True)
     assert response.redirect_chain[-1][0] == reverse("home")
-    assert "Nothing left to annotate" in response.content.decode()
+    assert "You have finished your share" in response.content.decode()
 
 
 def test_page_skip_access(client, fire_batch, conversation, researcher):

@@ -122,7 +122,7 @@ def test_token_authentication_answers_as_drf_does():
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     response = api.post("/api/next/", {}, format="json")
-    assert response.status_code == 204  # authenticated: nothing to annotate yet
+    assert response.json() == {"state": "done"}  # authenticated: nothing to annotate yet
     api.credentials(HTTP_AUTHORIZATION="Token not-a-token")
     response = api.post("/api/next/", {}, format="json")
     assert (response.status_code, response.json()["detail"]) == (403, "Invalid token.")  # 403: session auth comes first

@@ -128,7 +128,7 @@ def test_next_item_resumes_then_runs_dry(api_client, annotator, simulated_model,
                         format="json")
         run_pending_round(session)
     assert session.status == Session.Status.COMPLETED
-    assert api_client.post(reverse("api-next"), {}, format="json").status_code == 204
+    assert api_client.post(reverse("api-next"), {}, format="json").json() == {"state": "done"}
     assert api_client.post(reverse("api-next"), {"batch": "nope"}, format="json").status_code == 404
 
 
