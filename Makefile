@@ -11,9 +11,10 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# The CPU build of torch first, pinned, with pip (which takes the local build), so nothing pulls a CUDA build.
 	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0
-	# The rest with uv (seconds instead of minutes); plain pip when uv cannot be had.
+	# The rest with uv (seconds instead of minutes); plain pip when uv cannot be had. Bytecode compiled at install
+	# (pip does it by default, uv on request): every later command starts ~1.5 s sooner.
 	($(PY) -m pip install --quiet --disable-pip-version-check uv && \
-	  $(VENV)/bin/uv pip install --quiet --python $(PY) -e ".[test]") || \
+	  $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -e ".[test]") || \
 	  $(PY) -m pip install --quiet --disable-pip-version-check -e ".[test]"
 	touch $(STAMP)
 

@@ -73,10 +73,12 @@ def _picture(kind: str) -> bytes:
 def demo_users_create() -> list[tuple[str, str, str]]:
     created = []
     for username, password, role in DEMO_USERS:
-        user, _ = User.objects.get_or_create(username=username, defaults={"role": role})
+        user, new = User.objects.get_or_create(username=username, defaults={"role": role})
         user.role = role
         user.is_staff = user.is_superuser = role == User.Role.ADMIN
-        user.set_password(password)
+        # Hashed only for a new user (or one without a password): a second `make demo` skips ~1 s of PBKDF2.
+        if new or not user.has_usable_password():
+            user.set_password(password)
         user.save()
         created.append((username, password, role))
     return created

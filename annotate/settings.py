@@ -28,8 +28,9 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# No "daphne" app: the web server is started as `daphne annotate.asgi:application` (demo, compose, tests), and the
+# app entry (which only replaces runserver) installed Twisted's reactor at every command's start, ~1 s.
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
