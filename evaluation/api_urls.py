@@ -2,11 +2,14 @@
 
 from django.urls import path
 
-from evaluation import apis
+from evaluation import apis, invites
 from evaluation.preference import apis as preference_apis
 
 urlpatterns = [
     path("batches/", apis.BatchListApi.as_view(), name="api-batches"),
+    path("batches/<int:batch_id>/invite-links/", invites.BatchInviteLinksApi.as_view(), name="api-invite-links"),
+    path("batches/<int:batch_id>/invite-links/<int:link_id>/revoke/", invites.BatchInviteLinkRevokeApi.as_view(),
+         name="api-invite-link-revoke"),
     path("batches/<int:batch_id>/report/", apis.BatchReportApi.as_view(), name="api-batch-report"),
     path("batches/<int:batch_id>/tables/<str:name>.<str:fmt>", apis.BatchTableExportApi.as_view(),
          name="api-batch-table"),

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from evaluation import bench_pages, views
+from evaluation import bench_pages, invites, views
 from evaluation.preference import views as preference_views
 from evaluation.quality import views as quality_views
 
@@ -25,6 +25,9 @@ urlpatterns = [
          name="research-sessions-export"),
     path("batches/<int:batch_id>/exports/<int:job_id>/", views.batch_export_job, name="research-export-job"),
     # per-annotator quality of a batch
+    path("batches/<int:batch_id>/invites/", invites.invite_links_page, name="research-invites"),
+    path("batches/<int:batch_id>/invites/<int:link_id>/revoke/", invites.invite_link_revoke_page,
+         name="research-invite-revoke"),
     path("batches/<int:batch_id>/quality/", quality_views.batch_quality_page, name="research-quality"),
     # preference batches: the pairwise report page and its downloads
     path("batches/<int:batch_id>/preferences/", preference_views.preference_report_page, name="research-preferences"),

@@ -33,6 +33,10 @@ class User(AbstractUser):
         "Batch", null=True, blank=True, on_delete=models.SET_NULL, related_name="crowd_annotators",
         help_text="Set by an invite link: the queue serves this annotator only this batch",
     )
+    invite_link = models.ForeignKey(
+        "InviteLink", null=True, blank=True, on_delete=models.SET_NULL, related_name="participants",
+        help_text="The invite link this participant first joined through (counted on the invite links page)",
+    )
     # The pages' language, chosen in the top bar; blank follows the browser (annotate.i18n applies it).
     language = models.CharField(
         max_length=16, blank=True, default="", choices=settings.LANGUAGES,

@@ -6,6 +6,7 @@ from axe_playwright_python.sync_playwright import Axe
 from django.urls import reverse
 from playwright.sync_api import expect
 
+from annotate.crowd.services import invite_link_create
 from annotate.imports.batches import batch_import
 from annotate.models import Round, Session, User
 from annotate.queue.services import assignment_next
@@ -91,10 +92,12 @@ def test_preference_page(page, live_server, tmp_path):
 def test_research_and_import_pages(page, live_server):
     admin = UserFactory(username="a11y-admin", role=User.Role.ADMIN)
     batch = make_batch(models=[ModelConfigFactory(name="a11y-report")], members=[admin])
+    invite_link_create(batch=batch, label="a11y")  # the links table, not only its empty state
     login(page, live_server.url, admin.username)
     for name, url in [("report", reverse("research-report", args=[batch.id])),
                       ("sessions list", reverse("research-sessions", args=[batch.id])),
                       ("quality", reverse("research-quality", args=[batch.id])),
+                      ("invite links", reverse("research-invites", args=[batch.id])),
                       ("research home", reverse("researcher-home")),
                       ("import form", reverse("import-new"))]:
         page.goto(f"{live_server.url}{url}")

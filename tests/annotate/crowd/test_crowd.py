@@ -199,7 +199,7 @@ def test_participants_stop_at_the_items_per_participant_limit(client, simulated_
 
 
 def test_invite_link_command_rejects_a_negative_limit(batch):
-    with pytest.raises(CommandError, match="items-per-participant"):
+    with pytest.raises(CommandError, match="Items per participant"):
         call_command("invite_link", "--batch", batch.name, "--items-per-participant", "-1", stdout=io.StringIO())
 
 

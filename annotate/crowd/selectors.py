@@ -1,0 +1,62 @@
+"""Invite links with their use: who joined through each, how many items they finished, how many finished their share."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from django.db.models import Count
+from django.urls import reverse
+from django.utils import timezone
+
+from annotate.crowd.services import PROLIFIC_PARAMS, invite_token_create
+from annotate.models import Assignment, Batch, InviteLink, User
+
+
+@dataclass(frozen=True)
+class InviteLinkUse:
+    link: InviteLink
+    path: str  # the join page (add the site's origin)
+    prolific_path: str  # the same with Prolific's URL parameters
+    joined: int
+    items_done: int
+    finished_share: int | None  # None: the batch sets no per-participant limit, so no share to finish
+
+    @property
+    def state(self) -> str:
+        if self.link.revoked_at is not None:
+            return "revoked"
+        if self.link.expires_at is not None and self.link.expires_at < timezone.now():
+            return "expired"
+        return "active"
+
+
+def invite_link_paths(link: InviteLink) -> tuple[str, str]:
+    path = reverse("crowd-join", args=[invite_token_create(batch=link.batch, link=link)])
+    return path, f"{path}?{PROLIFIC_PARAMS}"
+
+
+def invite_links_usage(*, batch: Batch) -> list[InviteLinkUse]:
+    """Every link of the batch, newest first, with its use (three grouped queries whatever the number of links)."""
+    links = list(InviteLink.objects.filter(batch=batch).select_related("batch", "created_by"))
+    joined = dict(User.objects.filter(invite_link__batch=batch).values_list("invite_link").annotate(n=Count("id")))
+    done_by: dict[int, Counter] = defaultdict(Counter)
+    finished = Assignment.objects.filter(status=Assignment.Status.COMPLETED, work_item__batch=batch,
+                                         annotator__invite_link__batch=batch)
+    for link_id, annotator_id, count in finished.values_list("annotator__invite_link", "annotator").annotate(
+            n=Count("id")):
+        done_by[link_id][annotator_id] = count
+    limit = batch.items_per_participant
+    rows = []
+    for link in links:
+        path, prolific = invite_link_paths(link)
+        per_person = done_by[link.pk]
+        rows.append(InviteLinkUse(
+            link=link, path=path, prolific_path=prolific, joined=joined.get(link.pk, 0),
+            items_done=sum(per_person.values()),
+            finished_share=None if not limit else sum(1 for n in per_person.values() if n >= limit)))
+    return rows
+
+
+def invite_link_of_batch(*, batch: Batch, link_id: int) -> InviteLink | None:
+    return InviteLink.objects.filter(batch=batch, pk=link_id).select_related("batch").first()
