@@ -23,9 +23,11 @@ from annotate.celery import app as celery_app  # noqa: E402
 from annotate.server.heap import freeze_startup_heap  # noqa: E402
 from annotate.server.timing import ServerTimingMiddleware  # noqa: E402
 from annotate.sessions.consumers import SessionConsumer, no_route  # noqa: E402
+from annotate.watch.consumers import DashboardConsumer  # noqa: E402
 
 websocket_urlpatterns = [
     path("ws/sessions/<int:session_id>/", SessionConsumer.as_asgi()),
+    path("ws/batches/<int:batch_id>/dashboard/", DashboardConsumer.as_asgi()),
     re_path(r"", no_route),  # last: any other path is refused with 4404 (URLRouter would raise instead)
 ]
 

@@ -166,6 +166,8 @@ BENCH_LANE_LEASE_SECONDS = env_int("BENCH_LANE_LEASE_SECONDS", 120)
 # Bench lanes have a queue of their own, so they never wait in front of human rounds on a model queue; a
 # deployment may give each pool of bench workers its own name.
 BENCH_QUEUE = env_str("BENCH_QUEUE", "bench")
+# The live study dashboard checks its numbers this often and pushes them over the WebSocket when they changed.
+DASHBOARD_REFRESH_SECONDS = float(env_str("DASHBOARD_REFRESH_SECONDS") or 2.0)
 MODEL_QUEUE_PREFIX = "model."
 
 # Shared by every process (rate limits, login throttling): the same Redis, its own database number's keys prefixed.

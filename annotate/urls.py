@@ -24,10 +24,12 @@ from annotate.rating import views as rating_views
 from annotate.review import apis as review_apis
 from annotate.sessions import apis as session_apis
 from annotate.sessions import views as session_views
+from annotate.watch import views as watch_views
 
 api_patterns = [
     # the next-item queue and InterFeedback sessions
     path("next/", queue_apis.NextItemApi.as_view(), name="api-next"),
+    path("batches/<int:batch_id>/dashboard/", watch_views.BatchDashboardApi.as_view(), name="api-batch-dashboard"),
     path("sessions/<int:session_id>/", session_apis.SessionDetailApi.as_view(), name="api-session"),
     path("sessions/<int:session_id>/feedback/", session_apis.SessionFeedbackApi.as_view(),
          name="api-session-feedback"),
@@ -118,6 +120,7 @@ urlpatterns = [
     path("set-password/done/", people_views.SetPasswordDoneView.as_view(), name="password-set-done"),
     path("admin/", admin.site.urls),
     # researchers
+    path("research/batches/<int:batch_id>/dashboard/", watch_views.dashboard_page, name="research-dashboard"),
     path("research/", include("evaluation.urls")),
     path("api/", include(api_patterns)),
 ]

@@ -1,0 +1,122 @@
+"""A batch's live study dashboard: what is done, under way and left (per model and category), the pace and an ETA,
+who is working now, skips, leak warnings, model errors and the depth of each model queue. One snapshot (a plain
+dict, the same for the page, the API and the WebSocket), built from a handful of grouped queries."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Count, F, Sum, Value
+from django.db.models.functions import Least, TruncHour
+from django.utils import timezone
+
+from annotate.models import Assignment, Batch, LeakWarning, ModelConfig, Round, User, WorkItem
+
+HOURS_SHOWN = 24  # sessions per hour and the progress plot cover the last day
+PACE_HOURS = 3  # the ETA assumes the pace of the last hours goes on
+
+
+def dashboard_batch_for(user: User, batch_id: int) -> Batch | None:
+    """The batch if the user may watch it (admins; researchers who are members); None otherwise."""
+    if not user.is_authenticated or not user.is_researcher_role:
+        return None
+    batches = Batch.objects.all() if user.is_admin_role else Batch.objects.filter(members=user)
+    return batches.filter(pk=batch_id).first()
+
+
+def _progress(rows, key: str) -> list[dict[str, Any]]:
+    """Grouped work-item rows -> slots (sessions or ratings K per item) needed, done, under way, left."""
+    out = []
+    for row in rows:
+        needed, done, active = row["needed"] or 0, row["done"] or 0, row["active"] or 0
+        active = min(active, needed - done)
+        out.append({"name": row[key] or "—", "needed": needed, "done": done, "in_progress": active,
+                    "left": needed - done - active})
+    return sorted(out, key=lambda r: r["name"])
+
+
+def _totals(parts: list[dict[str, Any]]) -> dict[str, int]:
+    return {key: sum(p[key] for p in parts) for key in ("needed", "done", "in_progress", "left")}
+
+
+def _queue_depths(models: list[ModelConfig]) -> list[dict[str, Any]]:
+    """Messages waiting in each model queue, asked of the broker through Celery's connection (any broker URL the
+    workers use); None when the broker cannot be asked."""
+    from annotate.celery import app
+
+    names = sorted({m.queue_name for m in models})
+    depths: list[int | None] = []
+    try:
+        with app.connection_for_read() as connection:
+            connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=1)
+            channel = connection.default_channel
+            for name in names:
+                try:
+                    depths.append(channel.queue_declare(queue=name, passive=True).message_count)
+                except connection.channel_errors:  # never declared (no message was ever sent to it): nothing waits
+                    depths.append(0)
+                    channel = connection.default_channel
+    except Exception:  # noqa: BLE001  (the dashboard shows "?" rather than failing)
+        depths = [None] * len(names)
+    return [{"queue": name, "depth": depth} for name, depth in zip(names, depths, strict=True)]
+
+
+def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
+    now = now or timezone.now()
+    overlap = batch.overlap
+    slots = {"needed": Count("id") * overlap, "done": Sum(Least(F("completed_count"), Value(overlap))),
+             "active": Sum("active_count")}
+    items = WorkItem.objects.filter(batch=batch)
+    per_model = items.filter(model_config__isnull=False).values(
+        display=F("model_config__display_name"), slug=F("model_config__name")).annotate(**slots)
+    by_model = _progress([{**row, "name": row["display"] or row["slug"]} for row in per_model], "name")
+    by_category = _progress(items.filter(task__isnull=False).values(name=F("task__category")).annotate(**slots),
+                            "name")
+    totals = _totals(_progress([{**items.aggregate(**slots), "name": ""}], "name"))
+
+    assignments = Assignment.objects.filter(work_item__batch=batch)
+    since = now - timedelta(hours=HOURS_SHOWN)
+    hourly = dict(assignments.filter(status=Assignment.Status.COMPLETED, finished_at__gte=since)
+                  .annotate(hour=TruncHour("finished_at")).values_list("hour").annotate(n=Count("id")))
+    first_hour = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=HOURS_SHOWN - 1)
+    per_hour = [{"hour": (first_hour + timedelta(hours=h)).isoformat(),
+                 "completed": hourly.get(first_hour + timedelta(hours=h), 0)} for h in range(HOURS_SHOWN)]
+    recent = assignments.filter(status=Assignment.Status.COMPLETED,
+                                finished_at__gte=now - timedelta(hours=PACE_HOURS)).count()
+    pace = recent / PACE_HOURS
+    eta_seconds = None if not pace else round(totals["left"] / pace * 3600)
+    before = assignments.filter(status=Assignment.Status.COMPLETED, finished_at__lt=since).count()
+    cumulative, running = [], before
+    for bucket in per_hour:
+        running += bucket["completed"]
+        cumulative.append(running)
+
+    skips = list(assignments.filter(status=Assignment.Status.SKIPPED).values("skip_reason")
+                 .annotate(count=Count("id")).order_by("-count", "skip_reason"))
+    errors = defaultdict(int)
+    for display, slug, count in (Round.objects.filter(session__batch=batch, generation_status="failed")
+                                 .values_list("session__model_config__display_name", "session__model_config__name")
+                                 .annotate(n=Count("id"))):
+        errors[display or slug] += count
+    active_now = assignments.filter(status=Assignment.Status.ACTIVE, lease_expires_at__gte=now).values(
+        "annotator").distinct().count()
+    return {
+        "batch": {"id": batch.pk, "name": batch.name, "kind": batch.kind, "overlap": overlap},
+        "generated_at": now.isoformat(),
+        "totals": totals,
+        "by_model": by_model,
+        "by_category": by_category,
+        "per_hour": per_hour,
+        "cumulative": cumulative,
+        "pace_per_hour": round(pace, 2),
+        "eta_seconds": eta_seconds,
+        "active_annotators": active_now,
+        "skips": [{"reason": row["skip_reason"], "count": row["count"]} for row in skips],
+        "skips_total": sum(row["count"] for row in skips),
+        "leak_warnings": LeakWarning.objects.filter(session__batch=batch).count(),
+        "model_errors": [{"model": name, "failed_rounds": n} for name, n in sorted(errors.items())],
+        "queues": _queue_depths(list(batch.models_to_evaluate.all())),
+    }
+
