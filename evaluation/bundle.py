@@ -21,11 +21,10 @@ from annotate.errors import ApplicationError
 from annotate.modelconfigs.validation import looks_like_a_key
 from annotate.models import Batch, ModelConfig
 from annotate.sessions.prompts import DEFAULT_TEMPLATES
-from evaluation import exports, selectors
+from evaluation import exports
 from evaluation.exporters.tables import render
 from evaluation.fire.reports import fire_ratings_long
 from evaluation.models import OutcomeCounter
-from evaluation.preference.reports import preference_report
 
 TABLE_FORMATS = ("csv", "md", "tex", "json")
 FIGURE_FORMATS = ("png", "svg")
@@ -139,15 +138,9 @@ def _files(batch: Batch, skipped: dict[str, str]) -> Iterator[_File]:
                         render(fire_ratings_long(batch), "csv").encode())
         except ApplicationError as reason:
             skipped["tables/fire_table_a1_ratings.*, data/ratings.csv"] = reason.message
-    if batch.kind == Batch.Kind.PREFERENCE:
-        report = preference_report(batch)
-        if report.data.rankings:
-            for name, table in report.tables().items():
-                for fmt in TABLE_FORMATS:
-                    yield _File(f"tables/preference_{name}.{fmt}", f"Preference report: {table.title} ({fmt})",
-                                render(table, fmt).encode())
-        else:
-            skipped["tables/preference_*"] = f"Batch {batch.name!r} has no final rankings to report yet."
+    if batch.kind == Batch.Kind.PREFERENCE:  # its report sits above the export jobs (pyproject's layers)
+        skipped["tables/preference_*"] = ("the preference tables are downloaded from the batch's preference report "
+                                          f"(/research/batches/{batch.id}/preferences/)")
     if batch.kind == Batch.Kind.INTERFEEDBACK:
         for name, stem, what in FIGURES:
             for fmt in FIGURE_FORMATS:

@@ -8,6 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from annotate.errors import ApplicationError
 from annotate.imports.batches import batch_import, batch_settings_apply
 from annotate.imports.jobs import import_job_run
 from annotate.models import Batch, Job
@@ -119,7 +120,5 @@ def test_settings_after_import_check_the_batch_categories(tasks_file):
     batch_import(path=tasks_file, name="later", kind="interfeedback")
     batch = batch_settings_apply(batch=Batch.objects.get(name="later"), settings={"category_order": "MMMU-Pro"})
     assert batch.category_order == ["MMMU-Pro", "MathVerse", "Visual Logic", "Coding (Text)"]
-    from annotate.errors import ApplicationError
-
     with pytest.raises(ApplicationError, match="unknown category 'Charts'"):
         batch_settings_apply(batch=batch, settings={"category_order": "Charts"})
