@@ -166,7 +166,8 @@ def annotator_breakdown(
 
 
 def filter_options(batch: Batch) -> dict[str, list]:
-    """Models and categories that have counted sessions (for the filter form). One query."""
+    """Models and categories that have counted sessions (for the filter form; categories in the batch's order, as
+    the tables). One query."""
     pairs = (
         OutcomeCounter.objects.filter(batch=batch, count__gt=0)
         .values_list("model_config__name", "category")
@@ -177,7 +178,7 @@ def filter_options(batch: Batch) -> dict[str, list]:
     for model, category in pairs:
         models.add(model)
         categories.add(category)
-    return {"models": sorted(models), "categories": sorted(categories)}
+    return {"models": sorted(models), "categories": categories_in_batch_order(batch, categories)}
 
 
 @dataclass
@@ -194,14 +195,19 @@ class Report:
         return sum(counts.sessions for counts in self.counts.values())
 
 
+def categories_in_batch_order(batch: Batch, categories: set[str]) -> list[str]:
+    """The batch's category order (Batch.category_order), then any category it does not list, alphabetically."""
+    ordered = [c for c in dict.fromkeys(batch.category_order or []) if c in categories]
+    return ordered + sorted(categories - set(ordered))
+
+
 def layout(batch: Batch, counts: dict[CountsKey, OutcomeCounts]) -> dict:
     """Rows and columns of the tables and figures: models in alphabetical order of their names, named by their
     display names (``labels``); categories in the batch's category order, any it does not list after them in
     alphabetical order. One query (the labels)."""
-    categories = {c for _, c in counts}
-    ordered = [c for c in dict.fromkeys(batch.category_order or []) if c in categories]
     models = sorted({m for m, _ in counts})
-    return {"models": models, "categories": ordered + sorted(categories - set(ordered)), "labels": model_labels(models)}
+    return {"models": models, "categories": categories_in_batch_order(batch, {c for _, c in counts}),
+            "labels": model_labels(models)}
 
 
 def report_tables(batch: Batch, counts: dict[CountsKey, OutcomeCounts],
