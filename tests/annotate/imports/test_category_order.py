@@ -122,3 +122,14 @@ def test_settings_after_import_check_the_batch_categories(tasks_file):
     assert batch.category_order == ["MMMU-Pro", "MathVerse", "Visual Logic", "Coding (Text)"]
     with pytest.raises(ApplicationError, match="unknown category 'Charts'"):
         batch_settings_apply(batch=batch, settings={"category_order": "Charts"})
+
+
+def test_the_migration_fills_existing_batches_in_order_of_first_appearance(tasks_file):
+    import importlib
+
+    from django.apps import apps
+
+    batch_import(path=tasks_file, name="old", kind="interfeedback")
+    Batch.objects.filter(name="old").update(category_order=[])
+    importlib.import_module("annotate.migrations.0015_batch_category_order").fill_category_order(apps, None)
+    assert _order("old") == ["MathVerse", "Visual Logic", "Coding (Text)", "MMMU-Pro"]
