@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 import zipfile
 
 import pytest
@@ -250,3 +251,27 @@ def test_report_page_button_queues_the_bundle_and_its_page_links_the_zip(client,
     client.force_login(outsider)
     assert client.post(f"/research/batches/{batch.id}/exports/bundle/").status_code == 403
     assert Job.objects.count() == 1
+
+
+@pytest.mark.e2e
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_builds_the_bundle(api_client, researcher, annotator, celery_worker_process):
+    model = ModelConfigFactory(name="model-e2e", display_name="Model E2E", backend=ModelConfig.Backend.REPLAY)
+    batch = make_batch(models=[model], tasks=0, members=[researcher])
+    sessions_from_counts(batch, model, "Visual Logic", (3, 2, 1, 1), 12, annotators=(annotator,), with_rounds=True)
+    services.outcome_recompute(batch_id=batch.id)
+    api_client.force_authenticate(researcher)
+
+    response = api_client.post(f"/api/batches/{batch.id}/exports/bundle/")
+    assert response.status_code == 202, response.json()
+    deadline, job = time.monotonic() + 60, {}
+    while time.monotonic() < deadline:
+        job = api_client.get(response["Location"]).json()
+        if job["done"]:
+            break
+        time.sleep(0.2)
+    assert job.get("status") == "succeeded", job
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(api_client.get(job["report"]["download_url"]).streaming_content)))
+    assert archive.read("tables/table3_accuracy.csv").decode().splitlines()[1].startswith("Model E2E,")
+    assert len(archive.read("data/sessions.jsonl").splitlines()) == 12
+    Job.objects.get(pk=job["id"]).result_file.delete(save=False)  # the worker wrote it under the real MEDIA_ROOT
