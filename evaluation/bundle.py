@@ -196,7 +196,9 @@ def bundle_write(batch: Batch, handle, *, progress: Progress | None = None) -> B
                 archive.writestr(item.path, item.content or b"")
             else:
                 count = 0
-                with archive.open(item.path, "w", force_zip64=True) as out:  # sessions can pass 4 GB
+                entry = zipfile.ZipInfo(item.path, date_time=time.localtime()[:6])  # as writestr dates its files
+                entry.compress_type = zipfile.ZIP_DEFLATED
+                with archive.open(entry, "w", force_zip64=True) as out:  # sessions can pass 4 GB
                     for count, line in enumerate(item.lines, 1):
                         out.write(line)
                         if progress and count % PROGRESS_EVERY == 0:
