@@ -121,7 +121,8 @@ def demo_batch_create(*, models: list[ModelConfig], researchers: list[User]) -> 
             if spec.picture:
                 TaskImage.objects.create(task=task, blob=image_store(data=_picture(spec.picture)), position=0)
         batch.task_count = len(DEMO_TASKS)
-        batch.save(update_fields=["task_count"])
+        batch.category_order = list(dict.fromkeys(spec.category for spec in DEMO_TASKS))  # as an import sets it
+        batch.save(update_fields=["task_count", "category_order"])
     batch.models_to_evaluate.set(models)
     batch.members.set(researchers)
     work_items_create_for_batch(batch=batch)

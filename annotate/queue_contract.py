@@ -19,6 +19,7 @@ BENCH_LANE = "annotate.tasks.bench_lane"
 OUTCOME_RECORD = "evaluation.tasks.outcome_record"
 OUTCOME_RECOMPUTE = "evaluation.tasks.outcome_recompute"
 SESSIONS_EXPORT = "evaluation.tasks.sessions_export"
+BUNDLE_EXPORT = "evaluation.tasks.bundle_export"
 EXPORT_FILES_EXPIRE = "evaluation.tasks.export_files_expire"
 
 

@@ -23,6 +23,8 @@ urlpatterns = [
     # Sessions export as a background job: POST -> 202 with the job (poll /api/jobs/<id>/), then its file.
     path("batches/<int:batch_id>/exports/sessions/", apis.BatchSessionsExportJobApi.as_view(),
          name="api-batch-sessions-export"),
+    path("batches/<int:batch_id>/exports/bundle/", apis.BatchBundleExportJobApi.as_view(),
+         name="api-batch-bundle-export"),
     path("batches/<int:batch_id>/exports/<int:job_id>/download/", apis.BatchExportDownloadApi.as_view(),
          name="api-batch-export-download"),
     # preference batches: the pairwise report as JSON and its tables as files

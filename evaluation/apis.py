@@ -288,11 +288,26 @@ class BatchSessionsExportJobApi(JobCreationThrottled, APIView):
                         headers={"Location": reverse("api-job", args=[job.id])})
 
 
+class BatchBundleExportJobApi(JobCreationThrottled, APIView):
+    @extend_schema(
+        request=None,
+        responses={202: JobSerializer, **ERRORS, **errors(429)},
+        summary="Build the study bundle (every table, figure and export, instructions, prompts, model settings, a "
+                "README) as a zip in a background job; poll the job's url, then download report.download_url",
+        tags=["research"],
+    )
+    def post(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        job = export_jobs.bundle_export_job_create(batch=batch, user=request.user)
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED,
+                        headers={"Location": reverse("api-job", args=[job.id])})
+
+
 class BatchExportDownloadApi(APIView):
     content_negotiation_class = FileContentNegotiation
 
     @extend_schema(
-        responses={**file_download("application/jsonl", "application/gzip"),
+        responses={**file_download("application/jsonl", "application/gzip", "application/zip"),
                    **errors(403, 404, 409, 410, e404="No such export, or you may not read its batch",
                             e409="The export has not succeeded (yet)")},
         summary="Download the file of a finished export job (members of the batch and admins)",

@@ -1,4 +1,4 @@
-"""The sessions export as a background job (SPEC §2: long jobs are rows with status, progress and error).
+"""The sessions export and the study bundle as background jobs (SPEC §2: long jobs are rows with status, progress and error).
 
 A page or API request only creates a `Job` row (kind `export`) and, once it is committed, queues
 `evaluation.tasks.sessions_export` on the default queue. The worker writes the JSON lines (optionally gzipped)
@@ -8,6 +8,9 @@ job's `result_file` through Django's storage. Whoever may read the batch downloa
 
 The records are those of the synchronous export (`exports.build_export(..., "sessions", ...)`), with the same
 report filters, so a job's file and a direct download of the same selection are byte for byte the same.
+
+A study bundle job (``params["export"] == "bundle"``, task `evaluation.tasks.bundle_export`) runs the same way
+and writes the zip of evaluation.bundle instead; it is claimed, stored, downloaded and expired like the others.
 """
 
 from __future__ import annotations
@@ -29,13 +32,14 @@ from django.utils import timezone
 from annotate import queue_contract
 from annotate.errors import ApplicationError, Conflict, Gone, NotFound, PermissionDenied
 from annotate.models import Batch, Job, User
-from evaluation import exports, selectors
+from evaluation import bundle, exports, selectors
 from evaluation.filters import ReportFilters, parse_filters
 from evaluation.services import job_fail
 
 logger = logging.getLogger(__name__)
 
 SESSION_FORMATS = exports.EXPORTS["sessions"]  # ("jsonl", "fire")
+BUNDLE = "bundle"  # params["export"] of a study bundle job
 PROGRESS_EVERY = 1000  # sessions between two progress updates of the job row (one UPDATE each)
 GZIP_LEVEL = 6  # zlib's default: most of level 9's size at a third of its time
 GZIP_CONTENT_TYPE = "application/gzip"
@@ -72,10 +76,17 @@ def sessions_export_job_create(
     return job
 
 
-def sessions_export_job_dispatch(job_id: int) -> None:
+def bundle_export_job_create(*, batch: Batch, user: User | None) -> Job:
+    """Queue the study bundle of the batch (every table, figure and export in one zip) as a Job row."""
+    job = Job.objects.create(kind=Job.Kind.EXPORT, batch=batch, created_by=user, params={"export": BUNDLE},
+                             message="Waiting for a worker")
+    transaction.on_commit(lambda: sessions_export_job_dispatch(job.id, task=queue_contract.BUNDLE_EXPORT))
+    return job
+
+
+def sessions_export_job_dispatch(job_id: int, task: str = queue_contract.SESSIONS_EXPORT) -> None:
     try:
-        queue_contract.send_task(queue_contract.SESSIONS_EXPORT, args=[job_id], retry=True,
-                                 retry_policy={"max_retries": 2})
+        queue_contract.send_task(task, args=[job_id], retry=True, retry_policy={"max_retries": 2})
     except Exception as error:  # kombu/redis raise several types for an unreachable broker; all mean "not queued"
         logger.exception("could not queue sessions export job %s", job_id)
         job_fail(job_id=job_id, error=f"The export could not be queued: the task queue is unreachable ({error}). "
@@ -103,6 +114,23 @@ def _progress(job: Job, done: int, expected: int) -> None:
     )
 
 
+def _is_bundle(job: Job) -> bool:
+    return (job.params or {}).get("export") == BUNDLE
+
+
+def _write_bundle(job: Job, handle) -> tuple[int, int, dict]:
+    """Write the study bundle; progress is the share of session lines written (they are nearly all the work)."""
+    expected = selectors.counted_sessions(job.batch).count() if job.batch.kind == Batch.Kind.INTERFEEDBACK else 0
+
+    def progress(message: str, lines: int) -> None:
+        share = min(0.99, round(lines / (2 * expected), 3)) if expected else 0.0
+        Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, started_at=job.started_at).update(
+            progress=share, message=message)
+
+    summary = bundle.bundle_write(job.batch, handle, progress=progress)
+    return summary.sessions, expected, {"files": summary.files, "skipped": summary.skipped}
+
+
 def _write(job: Job, handle) -> tuple[int, int]:
     """Write the export into the open binary file `handle`. Returns (sessions written, sessions expected)."""
     params = job.params or {}
@@ -127,6 +155,8 @@ def _write(job: Job, handle) -> tuple[int, int]:
 
 
 def download_filename(job: Job) -> str:
+    if _is_bundle(job):
+        return bundle.bundle_filename(job.batch)
     params = job.params or {}
     name = exports.export_filename(job.batch, "sessions", params.get("format", "jsonl"))
     return name + (".gz" if params.get("gzip") else "")
@@ -134,12 +164,16 @@ def download_filename(job: Job) -> str:
 
 def _stored_name(job: Job) -> str:
     """Short and free of the batch name (FileField names are at most 100 characters): exports/sessions-<id>.<ext>"""
+    if _is_bundle(job):
+        return f"exports/bundle-{job.pk}.zip"
     params = job.params or {}
     fmt = params.get("format", "jsonl")
     return f"exports/sessions-{job.pk}.{exports.EXTENSIONS.get(fmt, fmt)}" + (".gz" if params.get("gzip") else "")
 
 
 def content_type(job: Job) -> str:
+    if _is_bundle(job):
+        return "application/zip"
     params = job.params or {}
     return GZIP_CONTENT_TYPE if params.get("gzip") else exports.CONTENT_TYPES[params.get("format", "jsonl")]
 
@@ -159,7 +193,11 @@ def sessions_export_job_run(*, job_id: int) -> Job | None:
     started = time.perf_counter()
     try:
         with tempfile.TemporaryFile() as handle:
-            written, expected = _write(job, handle)
+            extra: dict = {}
+            if _is_bundle(job):
+                written, expected, extra = _write_bundle(job, handle)
+            else:
+                written, expected = _write(job, handle)
             size = handle.tell()
             handle.seek(0)
             filename = download_filename(job)
@@ -174,18 +212,20 @@ def sessions_export_job_run(*, job_id: int) -> Job | None:
                                       "was stopped; narrow it with filters (model, category, dates).")
         return job
     except Exception as error:
-        logger.exception("sessions export job %s failed", job_id)
+        logger.exception("export job %s failed", job_id)
         job_fail(job_id=job_id, error=f"{type(error).__name__}: {error}")
         raise
     report = {
         "sessions": written, "expected": expected, "format": job.params.get("format", "jsonl"),
         "gzip": bool(job.params.get("gzip")), "filters": job.params.get("filters", {}), "filename": filename,
         "bytes": size, "seconds": round(time.perf_counter() - started, 3),
-        "download_url": reverse("api-batch-export-download", args=[job.batch_id, job.pk]),
+        "download_url": reverse("api-batch-export-download", args=[job.batch_id, job.pk]), **extra,
     }
+    done = (f"Bundled {len(extra['files'])} files ({size:,} bytes)" if _is_bundle(job)
+            else f"Exported {written:,} sessions ({size:,} bytes)")
     finished = Job.objects.filter(pk=job_id, status=Job.Status.RUNNING, started_at=job.started_at).update(
         status=Job.Status.SUCCEEDED, progress=1.0, report=report, result_file=job.result_file.name,
-        finished_at=timezone.now(), message=f"Exported {written:,} sessions ({size:,} bytes)",
+        finished_at=timezone.now(), message=done,
     )
     if not finished:  # another worker took the job over meanwhile: its file is the one kept
         job.result_file.delete(save=False)

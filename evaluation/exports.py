@@ -107,7 +107,7 @@ def export_filename(batch: Batch, name: str, fmt: str) -> str:
 
 
 def _paper_table(batch: Batch, name: str, filters: ReportFilters) -> Table:
-    accuracy, correction = selectors.report_tables(selectors.outcome_counts(batch, filters), filters)
+    accuracy, correction = selectors.report_tables(batch, selectors.outcome_counts(batch, filters), filters)
     return accuracy if name == "accuracy" else correction
 
 
@@ -121,7 +121,7 @@ def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_
         counts = selectors.outcome_counts(batch, filters)
         if not counts:
             raise ApplicationError("No counted sessions to plot yet (for these filters).", code="no_sessions")
-        return Export(filename, content_type, render_plot(name, counts, fmt, **selectors.layout(counts)))
+        return Export(filename, content_type, render_plot(name, counts, fmt, **selectors.layout(batch, counts)))
     # FIRE Table A1 is built by evaluation.fire.reports (it raises a clear error for a batch without final ratings).
     if name in ("fire-fixed", "fire-free"):
         tables = fire_run_tables(latest_run(batch, protocol=name.replace("-", "_")))

@@ -24,6 +24,7 @@ from evaluation.table import Cell, Table
 
 ROUNDS: tuple[int, ...] = (0, 1, 2, 3)
 FEEDBACK_ROUNDS: tuple[int, ...] = (1, 2, 3)
+ROUND_COLUMN = "# Round"  # Table 4's header in the paper
 AVERAGE = "Average"
 
 Outcome = tuple[str, str, int | None]
@@ -238,21 +239,26 @@ def _category_table(
     leading: Sequence[str],
     notes: list[str],
     digits: int,
+    labels: Mapping[str, str] | None,
+    group_column: str | None = None,
 ) -> Table:
     """The paper's layout shared by Tables 3 and 4: per model, one row per (label cells, rate); one column per
-    category, then the Average pooled over the model's sessions. '-' where a category has no session."""
+    category, then the Average pooled over the model's sessions. '-' where a category has no session. Models are
+    named by ``labels`` (display names) where given."""
     models, categories = _layout(counts, models, categories)
+    names = labels or {}
     rows: list[list[Cell]] = []
     for model in models:
         cells, pooled = _category_cells(counts, model, categories)
-        for labels, rate in rates:
+        for leading_cells, rate in rates:
             rows.append([
-                model,
-                *labels,
+                names.get(model, model),
+                *leading_cells,
                 *(percent(rate(c), digits) if c is not None else None for c in cells),
                 percent(rate(pooled), digits),
             ])
-    return Table(title=title, columns=["Model", *leading, *categories, AVERAGE], rows=rows, notes=notes)
+    return Table(title=title, columns=["Model", *leading, *categories, AVERAGE], rows=rows, notes=notes,
+                 group_column=group_column)
 
 
 def accuracy_table(
@@ -262,11 +268,12 @@ def accuracy_table(
     categories: Sequence[str] | None = None,
     title: str = "Accuracy (%) of models on InterFeedback-Human",
     digits: int = 1,
+    labels: Mapping[str, str] | None = None,
 ) -> Table:
     """Table 3 layout: one row per model, one column per category, then the pooled Average."""
     return _category_table(
         counts, models=models, categories=categories, rates=[((), accuracy)], title=title, leading=[],
-        digits=digits,
+        digits=digits, labels=labels,
         notes=[
             "Accuracy = sessions answered correctly in round 0 / sessions.",
             "Average is pooled over all sessions of the model, not the mean of the category columns.",
@@ -282,11 +289,14 @@ def correction_rate_table(
     categories: Sequence[str] | None = None,
     title: str = "Correction rate (%) per feedback round on InterFeedback-Human",
     digits: int = 1,
+    labels: Mapping[str, str] | None = None,
 ) -> Table:
-    """Table 4 layout: per model one row per feedback round 1..3; category columns, then pooled Average."""
+    """Table 4 layout: per model one row per feedback round 1..3 (the paper's "# Round" column); category columns,
+    then pooled Average. Markdown and LaTeX name the model once per group of rounds."""
     rates = [((k,), functools.partial(correction_rate, round_index=k)) for k in FEEDBACK_ROUNDS]
     return _category_table(
-        counts, models=models, categories=categories, rates=rates, title=title, leading=["Round"], digits=digits,
+        counts, models=models, categories=categories, rates=rates, title=title, leading=[ROUND_COLUMN], digits=digits,
+        labels=labels, group_column="Model",
         notes=[
             "Correction rate of round k = sessions first corrected in round k / sessions wrong in round 0.",
             "Round 3 feedback includes the ground truth.",

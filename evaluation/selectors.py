@@ -166,7 +166,8 @@ def annotator_breakdown(
 
 
 def filter_options(batch: Batch) -> dict[str, list]:
-    """Models and categories that have counted sessions (for the filter form). One query."""
+    """Models and categories that have counted sessions (for the filter form; categories in the batch's order, as
+    the tables). One query."""
     pairs = (
         OutcomeCounter.objects.filter(batch=batch, count__gt=0)
         .values_list("model_config__name", "category")
@@ -177,7 +178,7 @@ def filter_options(batch: Batch) -> dict[str, list]:
     for model, category in pairs:
         models.add(model)
         categories.add(category)
-    return {"models": sorted(models), "categories": sorted(categories)}
+    return {"models": sorted(models), "categories": categories_in_batch_order(batch, categories)}
 
 
 @dataclass
@@ -194,14 +195,27 @@ class Report:
         return sum(counts.sessions for counts in self.counts.values())
 
 
-def layout(counts: dict[CountsKey, OutcomeCounts]) -> dict[str, list[str]]:
-    """Rows and columns of the tables and figures: models and categories in alphabetical order."""
-    return {"models": sorted({m for m, _ in counts}), "categories": sorted({c for _, c in counts})}
+def categories_in_batch_order(batch: Batch, categories: set[str]) -> list[str]:
+    """The batch's category order (Batch.category_order), then any category it does not list, alphabetically."""
+    ordered = [c for c in dict.fromkeys(batch.category_order or []) if c in categories]
+    return ordered + sorted(categories - set(ordered))
 
 
-def report_tables(counts: dict[CountsKey, OutcomeCounts], filters: ReportFilters) -> tuple[Table, Table]:
+def layout(batch: Batch, counts: dict[CountsKey, OutcomeCounts]) -> dict:
+    """Rows and columns of the tables and figures: models in alphabetical order of their names, named by their
+    display names (``labels``); categories in the batch's category order, any it does not list after them in
+    alphabetical order. One query (the labels)."""
+    models = sorted({m for m, _ in counts})
+    return {"models": models, "categories": categories_in_batch_order(batch, {c for _, c in counts}),
+            "labels": model_labels(models)}
+
+
+def report_tables(batch: Batch, counts: dict[CountsKey, OutcomeCounts],
+                  filters: ReportFilters) -> tuple[Table, Table]:
     """Table 3 and Table 4, with a note naming the filters when the tables cover a subset."""
-    accuracy, correction = accuracy_table(counts, **layout(counts)), correction_rate_table(counts, **layout(counts))
+    rows_and_columns = layout(batch, counts)
+    accuracy = accuracy_table(counts, **rows_and_columns)
+    correction = correction_rate_table(counts, **rows_and_columns)
     if filters.describe():
         accuracy.notes.append(filters.describe())
         correction.notes.append(filters.describe())
@@ -214,7 +228,7 @@ def batch_report(batch: Batch, filters: ReportFilters = NO_FILTERS, *, breakdown
     annotator_id = _annotator_id(filters)
     counts = outcome_counts(batch, filters, annotator_id)
     annotators = annotator_breakdown(batch, filters, annotator_id) if breakdown else []
-    accuracy, correction = report_tables(counts, filters)
+    accuracy, correction = report_tables(batch, counts, filters)
     return Report(batch, filters, counts, accuracy, correction, annotators)
 
 
@@ -271,4 +285,10 @@ def export_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> Iterat
 
 
 def model_labels(names) -> dict[str, str]:
-    return dict(ModelConfig.objects.filter(name__in=list(names)).values_list("name", "display_name"))
+    """Model name -> the name tables and figures show (display name, else name; "(simulated)" for the demo
+    student, which is never to pass for a real model)."""
+    names = list(names)
+    if not names:
+        return {}
+    return {model.name: model.label for model in ModelConfig.objects.filter(name__in=names)
+            .only("name", "display_name", "backend")}

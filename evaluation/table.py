@@ -19,6 +19,9 @@ class Table:
     columns: list[str]
     rows: list[list[Cell]]
     notes: list[str] = field(default_factory=list)
+    # A column whose value repeats down a group of rows (Table 4's model): md and tex print it once per group, as
+    # the paper does; csv and json keep it on every row so each row stands alone.
+    group_column: str | None = None
 
     def __post_init__(self) -> None:
         if len(set(self.columns)) != len(self.columns):
@@ -28,6 +31,19 @@ class Table:
                 raise ValueError(
                     f"row {index} has {len(row)} cells but the table has {len(self.columns)} columns"
                 )
+        if self.group_column is not None and self.group_column not in self.columns:
+            raise ValueError(f"group column {self.group_column!r} is not one of {self.columns}")
+
+    def grouped_rows(self) -> list[list[Cell]]:
+        """The rows with the group column blank where it repeats the row above (md and tex)."""
+        if self.group_column is None:
+            return self.rows
+        index, previous, rows = self.columns.index(self.group_column), object(), []
+        for row in self.rows:
+            value = row[index]
+            rows.append(row if value != previous else [*row[:index], "", *row[index + 1:]])
+            previous = value
+        return rows
 
 
 def cell_text(cell: Cell) -> str:

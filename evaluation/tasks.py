@@ -40,13 +40,24 @@ def sessions_export(self, job_id: int) -> None:
 
     Under the workers' global soft/hard time limits, which export_jobs's takeover of stale jobs relies on.
     """
+    _export_run(self, job_id)
+
+
+def _export_run(task, job_id: int) -> None:
     try:
-        export_jobs.sessions_export_job_run(job_id=job_id)
+        export_jobs.sessions_export_job_run(job_id=job_id)  # runs a bundle job too (its params say which)
     except OperationalError as error:  # the run put the job back in the queue: try again later, then give up
-        if self.request.retries >= self.max_retries:
-            services.job_fail(job_id=job_id, error=f"Database error, {self.max_retries} retries failed: {error}")
+        if task.request.retries >= task.max_retries:
+            services.job_fail(job_id=job_id, error=f"Database error, {task.max_retries} retries failed: {error}")
             raise
-        raise self.retry(exc=error, countdown=_backoff(self.request.retries)) from error
+        raise task.retry(exc=error, countdown=_backoff(task.request.retries)) from error
+
+
+@shared_task(name=queue_contract.BUNDLE_EXPORT, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=3)
+def bundle_export(self, job_id: int) -> None:
+    """Write a study bundle job's zip (a Job row of kind export with params.export = bundle, made by export_jobs).
+    Claimed, retried and taken over exactly as a sessions export."""
+    _export_run(self, job_id)
 
 
 @shared_task(name=queue_contract.EXPORT_FILES_EXPIRE, ignore_result=True)

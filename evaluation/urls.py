@@ -23,6 +23,7 @@ urlpatterns = [
     # Sessions export as a background job (evaluation/export_jobs.py).
     path("batches/<int:batch_id>/exports/sessions/", views.batch_sessions_export_job,
          name="research-sessions-export"),
+    path("batches/<int:batch_id>/exports/bundle/", views.batch_bundle_export_job, name="research-bundle-export"),
     path("batches/<int:batch_id>/exports/<int:job_id>/", views.batch_export_job, name="research-export-job"),
     # per-annotator quality of a batch
     path("batches/<int:batch_id>/invites/", invites.invite_links_page, name="research-invites"),

@@ -208,6 +208,18 @@ def batch_sessions_export_job(request, batch_id: int):
 
 
 @researcher_required
+@require_POST
+def batch_bundle_export_job(request, batch_id: int):
+    """The report's "Download the study bundle" button: queue the bundle job, show its page."""
+    batch = selectors.batch_for_researcher(request.user, batch_id)
+    if wait := job_creation_wait(request):
+        messages.error(request, wait)
+        return redirect("research-report", batch_id=batch.id)
+    job = export_jobs.bundle_export_job_create(batch=batch, user=request.user)
+    return redirect("research-export-job", batch_id=batch.id, job_id=job.id)
+
+
+@researcher_required
 def batch_export_job(request, batch_id: int, job_id: int):
     """An export job's progress (polled by static/js/export_job.js) and, once done, its download link."""
     batch = selectors.batch_for_researcher(request.user, batch_id)

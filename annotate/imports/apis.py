@@ -50,6 +50,10 @@ class ImportCreateApi(APIView):
         instructions = serializers.CharField(
             required=False, allow_blank=True, trim_whitespace=False,
             help_text="Markdown shown to annotators at the top of every item and on the batch's start page")
+        category_order = serializers.CharField(
+            required=False, allow_blank=True,
+            help_text="Category names in the order of the report's columns (a,b); the rest follow as they first "
+                      "appear in the file")
         map = serializers.CharField(required=False, allow_blank=True, help_text="rows: field=column,...")
         category = serializers.CharField(required=False, allow_blank=True, max_length=100)
         update = serializers.BooleanField(default=False)
@@ -69,7 +73,7 @@ class ImportCreateApi(APIView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         keys = ("models", "overlap", "max_rounds", "gold_rate", "prompt_templates", "allow_repeat_tasks",
-                "instructions", "researchers")
+                "instructions", "researchers", "category_order")
         settings = {key: values[key] for key in keys if values.get(key) not in (None, "")}
         job = import_job_create(
             upload=values["file"], name=values["name"], kind=values["kind"], created_by=request.user,

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 
 from annotate.errors import ApplicationError
 from annotate.importkit.common import ImportContext, ImportReport, Progress, gc_paused
+from annotate.imports.category_order import batch_categories, category_order_clean, category_order_resolve
 from annotate.imports.registry import IMPORTERS
 from annotate.models import Batch, ModelConfig, Task, TaskImage, User
 from annotate.queue.services import work_items_create_for_batch
@@ -29,7 +30,7 @@ from annotate.sessions.prompts import DEFAULT_TEMPLATES
 logger = logging.getLogger(__name__)
 
 SETTING_KEYS = ("models", "overlap", "max_rounds", "prompt_templates", "gold_rate", "allow_repeat_tasks",
-                "instructions", "researchers")
+                "instructions", "researchers", "category_order")
 EVERYONE = ("*", "all")  # "researchers": every researcher (and admin) account
 MAX_INSTRUCTIONS_CHARS = 20_000
 _TEMPLATE_FIELDS = {"question": "", "options": "", "answer_format": "", "feedback": "", "ground_truth": ""}
@@ -92,6 +93,8 @@ def batch_settings_clean(raw: dict | None, report: ImportReport) -> dict:
                        f"{len(text):,} characters; at most {MAX_INSTRUCTIONS_CHARS:,}")
         else:
             clean["instructions"] = text.strip()
+    if "category_order" in raw:
+        clean["category_order"] = category_order_clean(raw["category_order"], report)
     return {k: v for k, v in clean.items() if v is not None}
 
 
@@ -148,7 +151,8 @@ def _templates_clean(value, report: ImportReport) -> dict | None:
 def _settings_apply(batch: Batch, clean: dict) -> bool:
     """Set the given settings on a locked batch; True when something changed."""
     changed = False
-    for key in ("overlap", "max_rounds", "gold_rate", "prompt_templates", "allow_repeat_tasks", "instructions"):
+    for key in ("overlap", "max_rounds", "gold_rate", "prompt_templates", "allow_repeat_tasks", "instructions",
+                "category_order"):
         if key in clean and getattr(batch, key) != clean[key]:
             setattr(batch, key, clean[key])
             changed = True
@@ -170,6 +174,9 @@ def batch_settings_apply(*, batch: Batch, settings: dict) -> Batch:
     """Change a batch's settings after import (models, overlap K, rounds, templates, gold rate)."""
     report = ImportReport(kind="settings", batch=batch.name)
     clean = batch_settings_clean(settings, report)
+    if "category_order" in clean:
+        clean["category_order"] = category_order_resolve(given=clean["category_order"], previous=batch.category_order,
+                                                         present=batch_categories(batch), report=report)
     if not report.ok:
         raise ApplicationError("; ".join(str(p) for p in report.problems),
                                extra={"problems": [p.as_dict() for p in report.problems]})
@@ -215,6 +222,7 @@ def batch_import(*, path, name: str, kind: str, dry_run: bool = False, update: b
         plan = importer.validate(ctx)
     if plan is not None:
         _recorded_answers_check(getattr(plan, "records", ()), clean, existing, report)
+        _category_order_plan(importer, plan, clean, existing, report)
     if plan is None and report.ok:
         report.add(None, None, "the file could not be read")
     if not report.ok:
@@ -228,6 +236,24 @@ def batch_import(*, path, name: str, kind: str, dry_run: bool = False, update: b
             _write(importer, plan, ctx, clean, name, existing, created_by)
     report.timings["total"] = round(time.perf_counter() - start, 3)
     return report
+
+
+def _category_order_plan(importer, plan, clean: dict, existing: Batch | None, report: ImportReport) -> None:
+    """InterFeedback batches store their category order: the one given, else the batch's own, then the categories
+    left out as they first appear (the batch's tasks first, then the file's)."""
+    if importer.batch_kind != Batch.Kind.INTERFEEDBACK:
+        if "category_order" in clean:
+            report.add(None, "settings.category_order", "only InterFeedback batches have a category order")
+            del clean["category_order"]
+        return
+    present = batch_categories(existing) + [record.category for record in getattr(plan, "records", ())]
+    order = category_order_resolve(given=clean.get("category_order"),
+                                   previous=existing.category_order if existing else [], present=present,
+                                   report=report)
+    if order is not None:
+        clean["category_order"] = order
+    else:
+        clean.pop("category_order", None)
 
 
 def _recorded_answers_check(records, clean: dict, existing: Batch | None, report: ImportReport) -> None:

@@ -67,6 +67,11 @@ class ImportForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 4}), required=False,
         help_text="Markdown shown to annotators at the top of every item and on the batch's start page",
     )
+    category_order = forms.CharField(
+        required=False, max_length=5000, label="Category order",
+        help_text="Comma-separated category names, the columns of the report's tables in this order "
+                  "(e.g. Visual Logic,MMMU-Pro,MathVerse); the rest follow as they first appear in the file",
+    )
     prompt_templates = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False,
                                        help_text='JSON, e.g. {"receiver_retry": "{feedback}\\nTry again."}')
     column_map = forms.CharField(required=False, help_text="Rows only: question=question,answer=answer,id=qid,...")
@@ -85,6 +90,7 @@ def import_new(request):
                     "prompt_templates": data["prompt_templates"] or None,
                     "allow_repeat_tasks": data["allow_repeat_tasks"] or None,  # unticked: leave it as it is
                     "instructions": data["instructions"] or None,
+                    "category_order": data["category_order"] or None,
                     "researchers": "*" if data["all_researchers"]
                     else [u.username for u in data["researchers"]] or None}
         try:

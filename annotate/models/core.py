@@ -123,6 +123,11 @@ class Batch(models.Model):
         default=False,
         help_text="Serve a task again to an annotator (with another model) if they have not seen its answer yet",
     )
+    category_order = models.JSONField(
+        default=list, blank=True,
+        help_text="Category names in the order of the report's columns (Tables 3-4, Fig. 5); "
+                  "categories not listed follow in the order they first appear",
+    )
     task_count = models.PositiveIntegerField(default=0)
     import_report = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(

@@ -56,10 +56,12 @@ def corrected_round_by_model_figure(
     *,
     models: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Figure:
     """Fig. 4: per model, the distribution of the round in which sessions were corrected."""
     by_model = pooled_by_model(counts, categories)
-    series = {model: by_model.get(model, OutcomeCounts()) for model in (models or models_of(counts))}
+    names = labels or {}
+    series = {names.get(model, model): by_model.get(model, OutcomeCounts()) for model in (models or models_of(counts))}
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(7.5, 4.0), layout="constrained")
@@ -74,6 +76,7 @@ def corrected_round_by_category_figure(
     *,
     models: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Figure:
     """Fig. 5: one panel per category, the same per-model distribution inside it."""
     models = list(models or models_of(counts))
@@ -85,7 +88,7 @@ def corrected_round_by_category_figure(
     figure = Figure(figsize=(4.2 * columns, 3.4 * rows), layout="constrained")
     for index, category in enumerate(categories):
         axes = figure.add_subplot(rows, columns, index + 1)
-        series = {model: counts.get((model, category), OutcomeCounts()) for model in models}
+        series = {(labels or {}).get(model, model): counts.get((model, category), OutcomeCounts()) for model in models}
         total = pool(series.values()).sessions
         _grouped_bars(axes, series, f"{category} (n={total})")
         axes.tick_params(axis="x", labelsize="small")
@@ -117,12 +120,14 @@ def render_plot(
     *,
     models: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> bytes:
-    """`figure_name` is "fig4" (per model) or "fig5" (per category); `fmt` is "png" or "svg"."""
+    """`figure_name` is "fig4" (per model) or "fig5" (per category); `fmt` is "png" or "svg". Models are named by
+    `labels` (display names) where given; panels follow `categories`' order."""
     try:
         builder = _BUILDERS[figure_name]
     except KeyError:
         raise ValueError(f"unknown figure {figure_name!r}; expected one of {', '.join(FIGURES)}") from None
     if not counts:
         raise ValueError("no sessions to plot")
-    return figure_bytes(builder(counts, models=models, categories=categories), fmt)
+    return figure_bytes(builder(counts, models=models, categories=categories, labels=labels), fmt)

@@ -46,7 +46,7 @@ def to_markdown(table: Table) -> str:
     lines = [f"**{_markdown_escape(table.title)}**", ""] if table.title else []
     lines.append("| " + " | ".join(_markdown_escape(c) for c in table.columns) + " |")
     lines.append("|" + "|".join("---:" if is_num else "---" for is_num in numeric) + "|")
-    for row in table.rows:
+    for row in table.grouped_rows():
         lines.append("| " + " | ".join(_markdown_escape(cell_text(cell)) for cell in row) + " |")
     if table.notes:
         lines.append("")
@@ -83,7 +83,9 @@ def to_latex(table: Table) -> str:
     lines.append(r"\toprule")
     lines.append(" & ".join(latex_escape(c) for c in table.columns) + r" \\")
     lines.append(r"\midrule")
-    for row in table.rows:
+    for index, row in enumerate(table.grouped_rows()):
+        if index and table.group_column is not None and row[table.columns.index(table.group_column)] != "":
+            lines.append(r"\midrule")  # a rule between groups, as in the paper's Table 4
         lines.append(" & ".join(latex_escape(cell_text(cell)) for cell in row) + r" \\")
     lines.append(r"\bottomrule")
     lines.append(r"\end{tabular}")

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from annotate.crowd.services import invite_link_create
 from annotate.imports.batches import batch_import
-from annotate.models import Round, Session, User
+from annotate.models import Job, Round, Session, User
 from annotate.queue.services import assignment_next
 from tests.annotate.fire.fire_data import write_images_dir, write_jsonl
 from tests.annotate.helpers import run_pending_round
@@ -93,8 +93,10 @@ def test_research_and_import_pages(page, live_server):
     admin = UserFactory(username="a11y-admin", role=User.Role.ADMIN)
     batch = make_batch(models=[ModelConfigFactory(name="a11y-report")], members=[admin])
     invite_link_create(batch=batch, label="a11y")  # the links table, not only its empty state
+    bundle_job = Job.objects.create(kind=Job.Kind.EXPORT, batch=batch, created_by=admin, params={"export": "bundle"})
     login(page, live_server.url, admin.username)
     for name, url in [("report", reverse("research-report", args=[batch.id])),
+                      ("study bundle job", reverse("research-export-job", args=[batch.id, bundle_job.id])),
                       ("sessions list", reverse("research-sessions", args=[batch.id])),
                       ("quality", reverse("research-quality", args=[batch.id])),
                       ("invite links", reverse("research-invites", args=[batch.id])),

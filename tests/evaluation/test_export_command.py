@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate.models import Conversation, Rating
+from annotate.models import Conversation, ModelConfig, Rating
 from tests.evaluation.builders import sessions_from_counts
 from tests.factories import BatchFactory, ModelConfigFactory, make_batch
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def batch(annotator):
-    model = ModelConfigFactory(name="gpt-4o")
+    model = ModelConfigFactory(name="gpt-4o", backend=ModelConfig.Backend.REPLAY)
     batch = make_batch(models=[model], tasks=0)
     batch.name = "pilot"
     batch.save()
@@ -45,7 +45,7 @@ def test_files_and_filters(batch, tmp_path):
     _run("--batch", "pilot", "--table", "correction", "--format", "csv", "--out", str(target),
          "--category", "Math (Text)")
     assert target.read_text().splitlines() == [
-        "Model,Round,Math (Text),Average", "gpt-4o,1,13.3,13.3", "gpt-4o,2,0.0,0.0", "gpt-4o,3,6.7,6.7"]
+        "Model,# Round,Math (Text),Average", "gpt-4o,1,13.3,13.3", "gpt-4o,2,0.0,0.0", "gpt-4o,3,6.7,6.7"]
     png = tmp_path / "fig4.png"
     _run("--batch", "pilot", "--table", "fig4", "--format", "png", "--out", str(png))
     assert png.read_bytes().startswith(b"\x89PNG")

@@ -169,7 +169,7 @@ def test_accuracy_table_markdown_and_csv_cell_by_cell():
 def test_correction_rate_table_markdown_and_csv_cell_by_cell():
     table = correction_rate_table(PAPER_COUNTS)
     expected = [
-        ["Model", "Round", "Visual Logic", "Math (Text)", "Average"],
+        ["Model", "# Round", "Visual Logic", "Math (Text)", "Average"],
         # A, Visual Logic: 80 - 17 = 63 wrong -> 21/63 = 33.33, 10/63 = 15.87, 5/63 = 7.94
         # A, Math (Text):  16 - 1 = 15 wrong  -> 3/15 = 20.0, 0/15 = 0.0, 6/15 = 40.0
         # A, pooled: 96 - 18 = 78 wrong -> 24/78 = 30.77, 10/78 = 12.82, 11/78 = 14.10
@@ -181,8 +181,10 @@ def test_correction_rate_table_markdown_and_csv_cell_by_cell():
         ["Model-B", "2", "-", "-", "-"],
         ["Model-B", "3", "-", "-", "-"],
     ]
+    # Markdown names each model once per group of rounds (the paper's layout); CSV keeps it on every row.
     cells = _markdown_cells(render(table, "md"))
-    assert [cells[0], *cells[2:]] == expected
+    grouped = [[row[0] if index % 3 == 0 else "", *row[1:]] for index, row in enumerate(expected[1:])]
+    assert [cells[0], *cells[2:]] == [expected[0], *grouped]
     assert render(table, "csv").splitlines() == [",".join(row) for row in expected]
 
 

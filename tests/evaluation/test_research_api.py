@@ -9,7 +9,7 @@ import json
 import pytest
 from rest_framework.authtoken.models import Token
 
-from annotate.models import Job, User
+from annotate.models import Job, ModelConfig, User
 from evaluation import services
 from evaluation import tasks as evaluation_tasks
 from tests.evaluation.builders import sessions_from_counts
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def batch(researcher, annotator):
-    model_a, model_b = ModelConfigFactory(name="model-a"), ModelConfigFactory(name="model-b")
+    model_a, model_b = (ModelConfigFactory(name=name, backend=ModelConfig.Backend.REPLAY) for name in ("model-a", "model-b"))
     batch = make_batch(models=[model_a, model_b], tasks=0, members=[researcher])
     batch.name = "Pilot study"
     batch.save()
@@ -45,7 +45,7 @@ def test_batch_list_with_token(token_client, batch, django_assert_max_num_querie
 
 
 def test_report(token_client, batch, django_assert_max_num_queries):
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):  # ... and one for the models' display names
         response = token_client.get(f"/api/batches/{batch.id}/report/")
     assert response.status_code == 200
     body = response.json()
@@ -62,7 +62,7 @@ def test_report(token_client, batch, django_assert_max_num_queries):
 
 
 def test_report_filters(token_client, batch, annotator, django_assert_max_num_queries):
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(8):
         response = token_client.get(f"/api/batches/{batch.id}/report/",
                                     {"annotator": annotator.pseudonym, "category": "Math (Text)"})
     assert response.status_code == 200 and response.json()["sessions"] == 16

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from annotate.models import Session, User
+from annotate.models import ModelConfig, Session, User
 from evaluation import services
 from tests.evaluation.builders import sessions_from_counts
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def batch(researcher, annotator):
-    model = ModelConfigFactory(name="gpt-4o")
+    model = ModelConfigFactory(name="gpt-4o", backend=ModelConfig.Backend.REPLAY)
     batch = make_batch(models=[model], tasks=0, members=[researcher])
     sessions_from_counts(batch, model, "Visual Logic", (17, 9, 5, 3), 80, annotators=(annotator,), with_rounds=True)
     services.outcome_recompute(batch_id=batch.id)

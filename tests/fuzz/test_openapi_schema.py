@@ -65,7 +65,8 @@ def test_downloads_are_files_with_their_types(schema):
     assert answer["application/json"]["schema"] == {"$ref": "#/components/schemas/TableDocument"}
     download = responses(schema, "/api/batches/{batch_id}/exports/{job_id}/download/")["200"]["content"]
     assert download["application/gzip"]["schema"]["format"] == "binary"
-    assert set(download) == {"application/jsonl", "application/gzip"}
+    assert download["application/zip"]["schema"]["format"] == "binary"  # a study bundle
+    assert set(download) == {"application/jsonl", "application/gzip", "application/zip"}
 
 
 def test_field_errors_keep_their_names_and_gain_detail_and_code(api_client):

@@ -1,7 +1,10 @@
 """FIRE reports on hand-computed values: Table A1 means, summaries, agreement (alpha, kappa), disagreements,
 long format and the conversations exported back in FIRE JSON with human ratings."""
 
+import csv
+import io
 import json
+import zipfile
 from decimal import Decimal
 
 import krippendorff
@@ -13,6 +16,7 @@ from annotate.errors import ApplicationError
 from annotate.fire.services import ratings_save
 from annotate.models import Conversation, Rating
 from annotate.queue.services import assignment_next
+from evaluation.bundle import bundle_write
 from evaluation.exporters.tables import render
 from evaluation.fire import reports as fire_reports
 
@@ -185,3 +189,16 @@ def test_export_command_writes_every_export(rated, tmp_path, capsys):
     for what in ("agreement", "kappa", "disagreements", "summary"):
         call_command("export_fire", batch=rated.name, what=what, format="md")
         assert "|" in capsys.readouterr().out
+
+
+def test_study_bundle_of_a_fire_batch_holds_table_a1_and_the_ratings(rated):
+    buffer = io.BytesIO()
+    summary = bundle_write(rated, buffer)
+    archive = zipfile.ZipFile(buffer)
+    assert {f"tables/fire_table_a1_ratings.{fmt}" for fmt in ("csv", "md", "tex", "json")} <= set(archive.namelist())
+    assert not any(name.startswith(("figures/", "data/sessions")) for name in archive.namelist())
+    assert "4.27" in archive.read("tables/fire_table_a1_ratings.md").decode()
+    ratings = list(csv.DictReader(io.StringIO(archive.read("data/ratings.csv").decode())))
+    assert len(ratings) == sum(len(turns) for rater in SCORES.values() for turns in rater.values())
+    readme = archive.read("README.md").decode()
+    assert "| data/ratings.csv |" in readme and "tables/fire_tables_4_5.*" in summary.skipped
