@@ -55,7 +55,7 @@ def test_the_page_creates_a_link_and_counts_who_used_it(client, batch, researche
     do_items(join_through(second, path, "PROLIFIC_PID=pid-7&STUDY_ID=s&SESSION_ID=x"), 1)
 
     html = client.get(page).content.decode()
-    assert 'id="link-%d"' % link.id in html and "pilot" in html
+    assert f'id="link-{link.id}"' in html and "pilot" in html
     [row] = selectors.invite_links_usage(batch=batch)
     assert (row.joined, row.items_done, row.finished_share, row.state) == (2, 3, 1, "active")
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in row.prolific_path
