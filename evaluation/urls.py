@@ -18,6 +18,7 @@ urlpatterns = [
     path("batches/<int:batch_id>/", views.batch_report, name="research-report"),
     path("batches/<int:batch_id>/recompute/", views.batch_recompute, name="research-recompute"),
     path("batches/<int:batch_id>/export/<str:name>.<str:fmt>", views.batch_export, name="research-export"),
+    path("batches/<int:batch_id>/fire/<str:what>.<str:fmt>", views.batch_fire_export, name="research-fire-export"),
     path("batches/<int:batch_id>/sessions/", views.session_list, name="research-sessions"),
     path("batches/<int:batch_id>/sessions/<int:session_id>/", views.session_detail, name="research-session"),
     # Sessions export as a background job (evaluation/export_jobs.py).

@@ -5,22 +5,27 @@ Pages read counters through selectors; figures and downloads are separate reques
 
 from __future__ import annotations
 
+import json
 from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponseBadRequest
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from annotate.errors import ApplicationError, NotFound
 from annotate.errors import PermissionDenied as DomainPermissionDenied
+from annotate.models import Rating
 from annotate.server.throttles import job_creation_wait
 from evaluation import export_jobs, exports, selectors, services
+from evaluation.exporters.tables import render as render_table
 from evaluation.filters import NO_FILTERS, OUTCOME_CHOICES, ReportFilterForm, form_error_text
+from evaluation.fire import reports as fire_reports
 from evaluation.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
 from evaluation.responses import export_response
 from evaluation.table import Table, cell_text
@@ -76,11 +81,67 @@ def breakdown_rows(annotators) -> list[dict]:
     ]
 
 
+# The FIRE report's sections: (export name, by, heading), each as on `export_fire --what NAME [--by BY]`.
+FIRE_SECTIONS = (
+    ("table-a1", "split", _("Table A1 · Mean ratings (1-5) with 95% CIs, per split")),
+    ("summary", "source", _("Mean ratings per source")),
+    ("summary", "turn", _("Mean ratings per turn")),
+    ("agreement", "split", _("Inter-rater agreement: Krippendorff's alpha (ordinal and interval)")),
+    ("kappa", "split", _("Pairwise quadratic-weighted kappa")),
+    ("disagreements", "split", _("Turns with the largest disagreement")),
+)
+FIRE_FORMATS = ("md", "csv", "tex", "json")
+
+
+def _fire_sections(batch) -> dict:
+    """Each FIRE table as HTML with its downloads, or why it is empty (no ratings yet; agreement needs 2 raters)."""
+    raters = Rating.objects.filter(turn__conversation__batch=batch, is_final=True).values("annotator").distinct()
+    sections = []
+    for what, by, heading in FIRE_SECTIONS:
+        links = [(fmt, reverse("research-fire-export", args=[batch.id, what, fmt]) + f"?by={by}")
+                 for fmt in FIRE_FORMATS]
+        try:
+            table = html_table(fire_reports.FIRE_TABLES[what](batch, by=by))
+        except ApplicationError as reason:
+            sections.append({"id": f"fire-{what}-{by}", "heading": heading, "empty": reason.message, "links": []})
+            continue
+        sections.append({"id": f"fire-{what}-{by}", "heading": heading, "table": table, "links": links})
+    return {"sections": sections, "raters": raters.count(),
+            "long": [(fmt, reverse("research-fire-export", args=[batch.id, "ratings", fmt])) for fmt in ("csv", "json")]
+            + [("fire json", reverse("research-fire-export", args=[batch.id, "conversations", "json"]))]}
+
+
+@researcher_required
+def batch_fire_export(request, batch_id: int, what: str, fmt: str):
+    """A FIRE table (or the rated conversations) as a file: what `export_fire` writes."""
+    batch = selectors.batch_for_researcher(request.user, batch_id)
+    if batch.kind != batch.Kind.FIRE:
+        raise Http404("Not a FIRE batch.")
+    by = request.GET.get("by", "split")
+    if by not in ("split", "source", "turn"):
+        return HttpResponseBadRequest("by must be split, source or turn.", content_type="text/plain")
+    try:
+        if what == "conversations" and fmt == "json":
+            text = json.dumps(fire_reports.fire_conversations_export(batch), ensure_ascii=False, indent=1) + "\n"
+            content_type = "application/json"
+        elif what in fire_reports.FIRE_TABLES and fmt in FIRE_FORMATS:
+            text = render_table(fire_reports.FIRE_TABLES[what](batch, by=by), fmt)
+            content_type = exports.CONTENT_TYPES[fmt]
+        else:
+            raise Http404(f"No FIRE export {what}.{fmt}.")
+    except ApplicationError as failure:
+        return HttpResponseBadRequest(failure.message, content_type="text/plain")
+    response = HttpResponse(text, content_type=content_type)
+    suffix = f"-{by}" if what == "summary" else ""
+    response["Content-Disposition"] = f'attachment; filename="{batch.name}-fire-{what}{suffix}.{fmt}"'
+    return response
+
+
 def download_links(batch, querystring: str) -> list[dict]:
     return [
         {"name": name, "links": [(fmt, _export_url(batch.id, name, fmt, querystring)) for fmt in formats]}
         for name, formats in exports.EXPORTS.items()
-        if name != "fire-ratings" or batch.kind == batch.Kind.FIRE
+        if ((name in ("fire-ratings", "sessions")) if batch.kind == batch.Kind.FIRE else name != "fire-ratings")
     ]
 
 
@@ -104,7 +165,9 @@ def batch_report(request, batch_id: int):
         error, report = failure.message, selectors.batch_report(batch, NO_FILTERS)
         filters = NO_FILTERS
     querystring = filters.querystring()
+    fire = _fire_sections(batch) if batch.kind == batch.Kind.FIRE else None
     return render(request, "evaluation/report.html", {
+        "fire": fire,
         "batch": batch,
         "aggregate": selectors.aggregate_of(batch),
         "form": form,

@@ -258,3 +258,14 @@ def fire_conversations_export(batch: Batch) -> list[dict]:
             record["conversations"].append(entry)
         records.append(record)
     return records
+
+
+# What `export_fire --what` and the FIRE report page's downloads give, by name: (batch, by=, top=) -> Table.
+FIRE_TABLES = {
+    "table-a1": lambda batch, by="split", top=20: fire_ratings_table(batch),
+    "summary": lambda batch, by="split", top=20: fire_rating_summary(batch, by),
+    "agreement": lambda batch, by="split", top=20: fire_agreement_table(batch),
+    "kappa": lambda batch, by="split", top=20: fire_kappa_table(batch),
+    "disagreements": lambda batch, by="split", top=20: fire_disagreements_table(batch, top=top),
+    "ratings": lambda batch, by="split", top=20: fire_ratings_long(batch),
+}

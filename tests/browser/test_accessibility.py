@@ -74,6 +74,17 @@ def test_login_home_and_fire_pages(page, live_server, fire_batch):
     expect(page.locator("#chat")).to_be_visible()
     assert_accessible(page, "FIRE rating page")
 
+    from tests.evaluation.fire.test_fire_reports import rate_all
+
+    rate_all([UserFactory(username=f"rater{i}") for i in range(1, 4)])
+    researcher = UserFactory(username="a11y-fire-rita", role=User.Role.RESEARCHER)
+    fire_batch.members.add(researcher)
+    page.context.clear_cookies()
+    login(page, live_server.url, researcher.username)
+    page.goto(f"{live_server.url}{reverse('research-report', args=[fire_batch.id])}")
+    expect(page.locator("#fire-table-a1-split-table")).to_be_visible()
+    assert_accessible(page, "FIRE report page")
+
 
 def test_preference_page(page, live_server, tmp_path):
     records = [{"id": "p1", "image": "bars_01.png", "question": "What does the chart show?",

@@ -19,15 +19,7 @@ from annotate.models import Batch
 from evaluation.exporters.tables import FORMATS, render
 from evaluation.fire import reports as fire_reports
 
-TABLES = {
-    "table-a1": lambda batch, opts: fire_reports.fire_ratings_table(batch),
-    "summary": lambda batch, opts: fire_reports.fire_rating_summary(batch, opts["by"]),
-    "agreement": lambda batch, opts: fire_reports.fire_agreement_table(batch),
-    "kappa": lambda batch, opts: fire_reports.fire_kappa_table(batch),
-    "disagreements": lambda batch, opts: fire_reports.fire_disagreements_table(batch, top=opts["top"]),
-    "ratings": lambda batch, opts: fire_reports.fire_ratings_long(batch),
-}
-WHAT = (*TABLES, "conversations")
+WHAT = (*fire_reports.FIRE_TABLES, "conversations")
 
 
 class Command(BaseCommand):
@@ -58,7 +50,7 @@ class Command(BaseCommand):
             else:
                 if fmt not in FORMATS:
                     raise CommandError(f"--format must be one of {', '.join(FORMATS)} for tables.")
-                text = render(TABLES[what](batch, opts), fmt)
+                text = render(fire_reports.FIRE_TABLES[what](batch, by=opts["by"], top=opts["top"]), fmt)
         except ApplicationError as error:
             raise CommandError(error.message) from None
         if opts["out"]:
