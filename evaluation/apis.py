@@ -22,6 +22,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotate.costs import batch_costs, budget_message
 from annotate.errors import PermissionDenied
 from annotate.jobs.serializers import JobSerializer
 from annotate.models import Batch
@@ -134,6 +135,12 @@ class BatchReportApi(APIView):
             "cells": [{"model": model, "category": category, **_counts_payload(counts)}
                       for (model, category), counts in report.counts.items()],
             "annotators": [{"annotator": row.pseudonym, **_counts_payload(row.counts)} for row in report.annotators],
+            "costs": [{"model": c.model, "name": c.slug, "rounds": c.rounds,
+                       "rounds_without_usage": c.rounds_without_usage, "prompt_tokens": c.prompt_tokens,
+                       "completion_tokens": c.completion_tokens, "cost": None if c.cost is None else str(c.cost)}
+                      for c in batch_costs(batch)],
+            "budget": {"budget": None if batch.budget is None else str(batch.budget),
+                       "reached": batch.budget_reached, "message": budget_message(batch)},
             "exports": {name: [reverse("api-batch-table", args=[batch.id, name, fmt]) for fmt in formats]
                         for name, formats in exports.EXPORTS.items() if name != "sessions"}
             | {"sessions": [reverse("api-batch-sessions-jsonl", args=[batch.id]),

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
+from annotate.costs import batch_costs, budget_message
 from annotate.errors import ApplicationError, NotFound
 from annotate.errors import PermissionDenied as DomainPermissionDenied
 from annotate.models import Rating
@@ -168,6 +169,8 @@ def batch_report(request, batch_id: int):
     fire = _fire_sections(batch) if batch.kind == batch.Kind.FIRE else None
     return render(request, "evaluation/report.html", {
         "fire": fire,
+        "costs": batch_costs(batch),
+        "budget_message": budget_message(batch),
         "batch": batch,
         "aggregate": selectors.aggregate_of(batch),
         "form": form,

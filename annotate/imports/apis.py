@@ -54,6 +54,9 @@ class ImportCreateApi(APIView):
             required=False, allow_blank=True,
             help_text="Category names in the order of the report's columns (a,b); the rest follow as they first "
                       "appear in the file")
+        budget = serializers.DecimalField(
+            max_digits=12, decimal_places=2, required=False, allow_null=True, min_value=0,
+            help_text="Model spending limit in the models' currency; once reached no new session starts")
         map = serializers.CharField(required=False, allow_blank=True, help_text="rows: field=column,...")
         category = serializers.CharField(required=False, allow_blank=True, max_length=100)
         update = serializers.BooleanField(default=False)
@@ -73,8 +76,10 @@ class ImportCreateApi(APIView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         keys = ("models", "overlap", "max_rounds", "gold_rate", "prompt_templates", "allow_repeat_tasks",
-                "instructions", "researchers", "category_order")
+                "instructions", "researchers", "category_order", "budget")
         settings = {key: values[key] for key in keys if values.get(key) not in (None, "")}
+        if "budget" in settings:
+            settings["budget"] = str(settings["budget"])  # kept as JSON in the import job
         job = import_job_create(
             upload=values["file"], name=values["name"], kind=values["kind"], created_by=request.user,
             settings=settings, options={"map": values.get("map"), "category": values.get("category")},

@@ -13,11 +13,13 @@ import tempfile
 import time
 import zipfile
 from collections import defaultdict
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 
+from annotate.costs import batch_spent
 from annotate.errors import ApplicationError
 from annotate.importkit.common import ImportContext, ImportReport, Progress, gc_paused
 from annotate.imports.category_order import batch_categories, category_order_clean, category_order_resolve
@@ -30,7 +32,7 @@ from annotate.sessions.prompts import DEFAULT_TEMPLATES
 logger = logging.getLogger(__name__)
 
 SETTING_KEYS = ("models", "overlap", "max_rounds", "prompt_templates", "gold_rate", "allow_repeat_tasks",
-                "instructions", "researchers", "category_order")
+                "instructions", "researchers", "category_order", "budget")
 EVERYONE = ("*", "all")  # "researchers": every researcher (and admin) account
 MAX_INSTRUCTIONS_CHARS = 20_000
 _TEMPLATE_FIELDS = {"question": "", "options": "", "answer_format": "", "feedback": "", "ground_truth": ""}
@@ -95,7 +97,20 @@ def batch_settings_clean(raw: dict | None, report: ImportReport) -> dict:
             clean["instructions"] = text.strip()
     if "category_order" in raw:
         clean["category_order"] = category_order_clean(raw["category_order"], report)
+    if "budget" in raw:
+        clean["budget"] = _budget_clean(raw["budget"], report)
     return {k: v for k, v in clean.items() if v is not None}
+
+
+def _budget_clean(value, report: ImportReport) -> Decimal | None:
+    try:
+        budget = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        budget = None
+    if budget is None or not budget.is_finite() or not 0 <= budget <= Decimal("9999999999.99"):
+        report.add(None, "settings.budget", f"must be an amount of 0 or more (the models' currency), got {value!r}")
+        return None
+    return budget.quantize(Decimal("0.01"))
 
 
 def _researchers_clean(value, report: ImportReport) -> list[User] | None:
@@ -152,10 +167,12 @@ def _settings_apply(batch: Batch, clean: dict) -> bool:
     """Set the given settings on a locked batch; True when something changed."""
     changed = False
     for key in ("overlap", "max_rounds", "gold_rate", "prompt_templates", "allow_repeat_tasks", "instructions",
-                "category_order"):
+                "category_order", "budget"):
         if key in clean and getattr(batch, key) != clean[key]:
             setattr(batch, key, clean[key])
             changed = True
+    if "budget" in clean and batch.pk is not None:  # a raised budget opens the batch again, a lowered one closes it
+        batch.budget_reached = batch_spent(batch) >= clean["budget"]
     if "researchers" in clean:  # added to the batch's readers (never removes one: that is the admin's call)
         known = set(batch.members.values_list("pk", flat=True))
         new = [u for u in clean["researchers"] if u.pk not in known]

@@ -67,6 +67,8 @@ class ImportForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 4}), required=False,
         help_text="Markdown shown to annotators at the top of every item and on the batch's start page",
     )
+    budget = forms.DecimalField(required=False, min_value=0, max_digits=12, decimal_places=2,
+                                help_text="Model spending limit (the models' prices); once reached, no new session")
     category_order = forms.CharField(
         required=False, max_length=5000, label="Category order",
         help_text="Comma-separated category names, the columns of the report's tables in this order "
@@ -91,6 +93,7 @@ def import_new(request):
                     "allow_repeat_tasks": data["allow_repeat_tasks"] or None,  # unticked: leave it as it is
                     "instructions": data["instructions"] or None,
                     "category_order": data["category_order"] or None,
+                    "budget": None if data["budget"] is None else str(data["budget"]),  # JSON in the job
                     "researchers": "*" if data["all_researchers"]
                     else [u.username for u in data["researchers"]] or None}
         try:

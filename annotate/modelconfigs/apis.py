@@ -42,6 +42,10 @@ class ModelConfigSerializer(serializers.Serializer):
     queue = serializers.CharField(source="queue_name")
     soft_time_limit = serializers.IntegerField()
     time_limit = serializers.IntegerField()
+    input_price_per_million = serializers.DecimalField(max_digits=12, decimal_places=4, allow_null=True,
+                                                       help_text="Price per million prompt tokens (null: no cost)")
+    output_price_per_million = serializers.DecimalField(max_digits=12, decimal_places=4, allow_null=True,
+                                                        help_text="Price per million completion tokens")
     is_active = serializers.BooleanField()
 
 
@@ -61,6 +65,12 @@ class ModelWriteSerializer(serializers.Serializer):
                                   help_text="Celery queue; blank = model.<backend>")
     soft_time_limit = serializers.IntegerField(required=False, min_value=1)
     time_limit = serializers.IntegerField(required=False, min_value=1)
+    input_price_per_million = serializers.DecimalField(max_digits=12, decimal_places=4, required=False,
+                                                       allow_null=True, min_value=0,
+                                                       help_text="Price per million prompt tokens")
+    output_price_per_million = serializers.DecimalField(max_digits=12, decimal_places=4, required=False,
+                                                        allow_null=True, min_value=0,
+                                                        help_text="Price per million completion tokens")
 
 
 class ModelListApi(APIView):

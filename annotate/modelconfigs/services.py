@@ -7,6 +7,7 @@ retiring it (``is_active`` off) only takes it out of lists and imports.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -16,7 +17,7 @@ from annotate.modelconfigs.validation import model_config_problems
 from annotate.models import ModelConfig
 
 EDITABLE = ("display_name", "backend", "backend_settings", "generation", "queue", "soft_time_limit", "time_limit",
-            "is_active")
+            "input_price_per_million", "output_price_per_million", "is_active")
 DEFAULTS: dict[str, Any] = {"display_name": "", "backend_settings": {}, "generation": {}, "queue": "",
                             "soft_time_limit": 300, "time_limit": 360}
 
@@ -24,11 +25,14 @@ DEFAULTS: dict[str, Any] = {"display_name": "", "backend_settings": {}, "generat
 def model_create(
     *, name: str, backend: str, display_name: str = "", backend_settings: dict | None = None,
     generation: dict | None = None, queue: str = "", soft_time_limit: int = 300, time_limit: int = 360,
+    input_price_per_million: Decimal | None = None, output_price_per_million: Decimal | None = None,
 ) -> ModelConfig:
     values = {"name": name, "display_name": display_name, "backend": backend,
               "backend_settings": {} if backend_settings is None else backend_settings,
               "generation": {} if generation is None else generation, "queue": queue,
-              "soft_time_limit": soft_time_limit, "time_limit": time_limit}
+              "soft_time_limit": soft_time_limit, "time_limit": time_limit,
+              "input_price_per_million": input_price_per_million,
+              "output_price_per_million": output_price_per_million}
     problems = model_config_problems(values=values, creating=True)
     if problems:
         raise InvalidFields(problems)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from annotate.models import ModelConfig
@@ -255,6 +256,11 @@ def model_config_problems(*, values: Mapping[str, Any], creating: bool) -> Probl
     if isinstance(soft, int) and isinstance(hard, int) and not problems and hard <= soft:
         problems.append(("time_limit", f"must be above soft_time_limit ({soft} s), so the task can end cleanly "
                                        f"first; got {hard} s"))
+    for key in ("input_price_per_million", "output_price_per_million"):
+        price = values.get(key)
+        if price is not None and (not isinstance(price, (int, float, Decimal)) or isinstance(price, bool)
+                                  or not 0 <= price <= 1_000_000):
+            problems.append((key, f"must be empty or a price from 0 to 1,000,000 per million tokens, got {price!r}"))
     if "is_active" in values and not isinstance(values["is_active"], bool):
         problems.append(("is_active", f"must be true or false, got {values['is_active']!r}"))
     return problems

@@ -9,6 +9,8 @@ from django import forms
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from annotate.errors import InvalidFields, NotFound
@@ -25,15 +27,19 @@ SETTINGS_HELP = ('JSON. openai: {"base_url": "http://vllm:8000/v1", "model": "..
 
 class ModelForm(forms.Form):
     display_name = forms.CharField(required=False, max_length=128, strip=False,
-                                   help_text='Shown in every table and plot, e.g. "GPT-4o"')
+                                   help_text=_('Shown in every table and plot, e.g. "GPT-4o"'))
     backend = forms.ChoiceField(choices=ModelConfig.Backend.choices)
     backend_settings = forms.JSONField(required=False, initial=dict, help_text=SETTINGS_HELP,
                                        widget=forms.Textarea(attrs={"rows": 4}))
     generation = forms.JSONField(required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 2}),
-                                 help_text='JSON: max_new_tokens, temperature, top_p, seed, stop')
-    queue = forms.CharField(required=False, max_length=64, help_text="Celery queue; blank = model.<backend>")
-    soft_time_limit = forms.IntegerField(initial=300, help_text="Seconds a model call may take before it is stopped")
-    time_limit = forms.IntegerField(initial=360, help_text="Seconds before the worker is killed (above the soft limit)")
+                                 help_text=_('JSON: max_new_tokens, temperature, top_p, seed, stop'))
+    queue = forms.CharField(required=False, max_length=64, help_text=_("Celery queue; blank = model.<backend>"))
+    soft_time_limit = forms.IntegerField(initial=300, help_text=_("Seconds a model call may take before it is stopped"))
+    time_limit = forms.IntegerField(initial=360, help_text=_("Seconds before the worker is killed (above the soft limit)"))
+    input_price_per_million = forms.DecimalField(required=False, min_value=0, max_digits=12, decimal_places=4,
+                                                 help_text=_("Price per million prompt tokens; blank: no cost"))
+    output_price_per_million = forms.DecimalField(required=False, min_value=0, max_digits=12, decimal_places=4,
+                                                  help_text=_("Price per million completion tokens"))
 
     def values(self) -> dict:
         data = dict(self.cleaned_data)
@@ -43,7 +49,7 @@ class ModelForm(forms.Form):
 
 
 class NewModelForm(ModelForm):
-    name = forms.CharField(max_length=64, help_text="Slug used in URLs, queues and exports: e.g. gpt-4o")
+    name = forms.CharField(max_length=64, help_text=_("Slug used in URLs, queues and exports: e.g. gpt-4o"))
     field_order = ["name", "display_name", "backend", "backend_settings", "generation", "queue"]
 
 
@@ -56,7 +62,7 @@ def models_page(request):
         except InvalidFields as error:
             form_add_problems(form, error)
         else:
-            messages.success(request, f"Model {config.name} created. Test it before importing a batch.")
+            messages.success(request, gettext("Model %(name)s created. Test it before importing a batch.") % {"name": config.name})
             return redirect("model-edit", name=config.name)
     return render(request, "annotate/models/models.html",
                   {"form": form, "configs": model_configs_list()}, status=400 if form.errors else 200)
@@ -80,7 +86,7 @@ def model_edit_page(request, name: str):
         except InvalidFields as error:
             form_add_problems(form, error)
         else:
-            messages.success(request, f"Model {config.name} saved.")
+            messages.success(request, gettext("Model %(name)s saved.") % {"name": config.name})
             return redirect("model-edit", name=config.name)
     checks = Job.objects.filter(kind=Job.Kind.MODEL_CHECK, params__model_config_id=config.pk)[:5]
     return render(request, "annotate/models/edit.html",
@@ -93,7 +99,7 @@ def model_edit_page(request, name: str):
 @admin_required
 def model_retire_view(request, name: str):
     config = services.model_retire(config=_config_or_404(name))
-    messages.success(request, f"Model {config.name} is retired: its sessions are kept; it is no longer offered.")
+    messages.success(request, gettext("Model %(name)s is retired: its sessions are kept; it is no longer offered.") % {"name": config.name})
     return redirect("model-edit", name=config.name)
 
 
@@ -101,7 +107,7 @@ def model_retire_view(request, name: str):
 @admin_required
 def model_restore_view(request, name: str):
     config = services.model_update(config=_config_or_404(name), is_active=True)
-    messages.success(request, f"Model {config.name} is active again.")
+    messages.success(request, gettext("Model %(name)s is active again.") % {"name": config.name})
     return redirect("model-edit", name=config.name)
 
 

@@ -69,6 +69,9 @@ class ModelConfig(models.Model):
     queue = models.CharField(max_length=64, blank=True, help_text="Celery queue; blank = model.<backend>")
     soft_time_limit = models.PositiveIntegerField(default=300)
     time_limit = models.PositiveIntegerField(default=360)
+    # Prices per million tokens (the API's currency); blank: the cost of this model's rounds is not computed.
+    input_price_per_million = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    output_price_per_million = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -136,6 +139,11 @@ class Batch(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # Shown on the completion page to invited participants who have no items left (never put in the invite link).
     completion_code = models.CharField(max_length=64, blank=True)
+    budget = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True,
+        help_text="Model spending limit (prices of the models); once reached, no new session starts",
+    )
+    budget_reached = models.BooleanField(default=False, help_text="Set when the spent cost reaches the budget")
     items_per_participant = models.PositiveIntegerField(
         null=True, blank=True,
         help_text="Invited participants (invite links) get at most this many items, then the completion code; "

@@ -11,6 +11,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from annotate.errors import ApplicationError, InvalidFields, NotFound
@@ -24,10 +26,10 @@ CSV_HELP = "A header line with username and, if you like, email, first_name, las
 
 class PeopleForm(forms.Form):
     role = forms.ChoiceField(choices=User.Role.choices, initial=User.Role.ANNOTATOR,
-                             help_text="Every person of this list gets this role")
-    file = forms.FileField(required=False, label="CSV file", help_text=CSV_HELP)
-    text = forms.CharField(required=False, label="Or paste the CSV", widget=forms.Textarea(attrs={"rows": 6}),
-                           help_text="e.g. username,email ⏎ alice,alice@lab.org")
+                             help_text=_("Every person of this list gets this role"))
+    file = forms.FileField(required=False, label=_("CSV file"), help_text=CSV_HELP)
+    text = forms.CharField(required=False, label=_("Or paste the CSV"), widget=forms.Textarea(attrs={"rows": 6}),
+                           help_text=_("e.g. username,email ⏎ alice,alice@lab.org"))
 
     def clean(self):
         data = super().clean()
@@ -74,7 +76,7 @@ def person_deactivate(request, username: str):
     except ApplicationError as error:
         messages.error(request, error.message)
     else:
-        messages.success(request, f"{user.username} is deactivated; their work is kept.")
+        messages.success(request, gettext("%(name)s is deactivated; their work is kept.") % {"name": user.username})
     return redirect("people")
 
 
@@ -82,7 +84,7 @@ def person_deactivate(request, username: str):
 @admin_required
 def person_reactivate(request, username: str):
     user = services.user_reactivate(user=_user_or_404(username))
-    messages.success(request, f"{user.username} can log in again.")
+    messages.success(request, gettext("%(name)s can log in again.") % {"name": user.username})
     return redirect("people")
 
 
@@ -118,10 +120,10 @@ def token_page(request):
                 messages.error(request, error.message)
         elif action == "revoke":
             revoked = services.token_revoke(user=request.user)
-            messages.success(request, "Your API token is revoked." if revoked else "You had no API token.")
+            messages.success(request, gettext("Your API token is revoked.") if revoked else gettext("You had no API token."))
             return redirect("api-token-page")
         else:
-            messages.error(request, "Unknown action: use Create or Revoke.")
+            messages.error(request, gettext("Unknown action: use Create or Revoke."))
             return redirect("api-token-page")
     token = selectors.token_get(request.user)
     response = render(request, "annotate/people/token.html", {"key": key, "token": token})

@@ -91,6 +91,7 @@ def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None 
     items = WorkItem.objects.filter(
         batch__status=Batch.Status.READY,
         batch__kind__in=QUEUED_KINDS,
+        batch__budget_reached=False,
         completed_count__lt=F("batch__overlap") - F("active_count"),
     )
     if annotator.crowd_batch_id:  # invited participants work only on the batch they joined
@@ -105,7 +106,7 @@ def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None 
 
 
 def _batch_open_to(annotator: User, batch: Batch) -> bool:
-    if batch.status != Batch.Status.READY or batch.kind not in QUEUED_KINDS:
+    if batch.status != Batch.Status.READY or batch.kind not in QUEUED_KINDS or batch.budget_reached:
         return False
     if annotator.crowd_batch_id and annotator.crowd_batch_id != batch.pk:  # invited to another batch
         return False
@@ -391,7 +392,7 @@ def nothing_to_serve(*, annotator: User, batch: Batch | None = None) -> NothingT
     if batch is not None and not _batch_open_to(annotator, batch):
         return NothingToServe("done")
     items = WorkItem.objects.filter(batch__status=Batch.Status.READY, batch__kind__in=QUEUED_KINDS,
-                                    completed_count__lt=F("batch__overlap"))
+                                    batch__budget_reached=False, completed_count__lt=F("batch__overlap"))
     if batch is not None:
         items = items.filter(batch=batch)
     if annotator.crowd_batch_id:

@@ -17,6 +17,7 @@ from django.db import connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from annotate.costs import batch_budget_update
 from annotate.models import Round, Session
 from annotate.sessions import realtime
 from annotate.sessions.completion import session_completed
@@ -261,6 +262,8 @@ def round_finish(*, round_id: int, claim_token: str, result, seq: int) -> None:
             session_advance_after_verdict(session, rnd)
         snapshot = session_snapshot(session, rounds)
         transaction.on_commit(lambda: realtime.publish_snapshot(session.id, snapshot))
+    if session.batch.budget is not None and not session.batch.budget_reached:
+        batch_budget_update(session.batch)  # over budget: the queue starts no new session of the batch
     if session.status == Session.Status.COMPLETED:  # after the page has its snapshot
         session_completed(session.id, in_worker=True)
 

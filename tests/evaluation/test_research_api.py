@@ -45,7 +45,7 @@ def test_batch_list_with_token(token_client, batch, django_assert_max_num_querie
 
 
 def test_report(token_client, batch, django_assert_max_num_queries):
-    with django_assert_max_num_queries(7):  # ... and one for the models' display names
+    with django_assert_max_num_queries(8):  # ... one for the models' display names, one for tokens and cost
         response = token_client.get(f"/api/batches/{batch.id}/report/")
     assert response.status_code == 200
     body = response.json()
@@ -62,7 +62,7 @@ def test_report(token_client, batch, django_assert_max_num_queries):
 
 
 def test_report_filters(token_client, batch, annotator, django_assert_max_num_queries):
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):
         response = token_client.get(f"/api/batches/{batch.id}/report/",
                                     {"annotator": annotator.pseudonym, "category": "Math (Text)"})
     assert response.status_code == 200 and response.json()["sessions"] == 16

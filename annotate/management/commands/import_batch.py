@@ -63,6 +63,7 @@ class Command(BaseCommand):
         parser.add_argument("--researchers", help="usernames who may read the batch (a,b), or '*' for every researcher")
         parser.add_argument("--category-order", help="category names in the order of the report's columns "
                             "(\"Visual Logic,MMMU-Pro,...\"); the rest follow as they first appear in the file")
+        parser.add_argument("--budget", help="model spending limit (the models' prices); then no new session starts")
         parser.add_argument("--map", dest="mapping", help="rows: field=column,... e.g. question=question,id=qid")
         parser.add_argument("--images", help="a directory (or, for FIRE, a zip) holding the images")
         parser.add_argument("--category", help="rows: category for every task when the file has none")
@@ -76,7 +77,8 @@ class Command(BaseCommand):
         kind = opts["kind"] or ("rows" if path.suffix.lower() in _ROWS_SUFFIXES else "interfeedback")
         settings = {"models": opts["models"], "overlap": opts["overlap"], "max_rounds": opts["max_rounds"],
                     "gold_rate": opts["gold_rate"], "allow_repeat_tasks": opts["allow_repeat_tasks"],
-                    "researchers": opts["researchers"], "category_order": opts["category_order"]}
+                    "researchers": opts["researchers"], "category_order": opts["category_order"],
+                    "budget": opts["budget"]}
         if opts["templates"]:
             try:
                 settings["prompt_templates"] = Path(opts["templates"]).read_text(encoding="utf-8")

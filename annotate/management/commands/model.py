@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -67,6 +68,8 @@ class Command(BaseCommand):
                            help="a generation setting: max_new_tokens, temperature, top_p, seed, stop (repeat)")
             p.add_argument("--queue", help="Celery queue (default model.<backend>)")
             p.add_argument("--soft-time-limit", type=int)
+            p.add_argument("--input-price", type=Decimal, help="price per million prompt tokens")
+            p.add_argument("--output-price", type=Decimal, help="price per million completion tokens")
             p.add_argument("--time-limit", type=int)
         p = sub.add_parser("list", help="list model configs")
         p.add_argument("--all", action="store_true", help="retired ones too")
@@ -93,7 +96,8 @@ class Command(BaseCommand):
         if opts["generation"]:
             fields["generation"] = _pairs(opts["generation"], "--generation")
         for option, key in (("backend", "backend"), ("display_name", "display_name"), ("queue", "queue"),
-                            ("soft_time_limit", "soft_time_limit"), ("time_limit", "time_limit")):
+                            ("soft_time_limit", "soft_time_limit"), ("time_limit", "time_limit"),
+                            ("input_price", "input_price_per_million"), ("output_price", "output_price_per_million")):
             if opts[option] is not None:
                 fields[key] = opts[option]
         return fields
