@@ -114,7 +114,8 @@ class BatchAdmin(admin.ModelAdmin):
     list_filter = ("kind", "status", "allow_repeat_tasks")
     search_fields = ("name",)
     filter_horizontal = ("models_to_evaluate", "members")
-    readonly_fields = ("task_count", "import_report", "created_at")
+    # Annotators are set by the import's settings (`--annotators`), which keeps annotators_named in step.
+    readonly_fields = ("task_count", "import_report", "created_at", "annotators", "annotators_named")
 
 
 @admin.register(Task)

@@ -10,6 +10,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotate.imports.batches import SETTING_KEYS
 from annotate.imports.jobs import import_job_create
 from annotate.imports.registry import IMPORTERS
 from annotate.imports.selectors import import_job_get
@@ -47,6 +48,10 @@ class ImportCreateApi(APIView):
             help_text="Serve a task again to an annotator (another model) while they have not seen its answer")
         researchers = serializers.CharField(required=False, allow_blank=True,
                                             help_text="Usernames who may read the batch (a,b), or * for every researcher")
+        annotators = serializers.CharField(
+            required=False, allow_blank=True,
+            help_text="Usernames (a,b): only they are served the batch; * (or none given): everyone with the "
+                      "annotator role")
         instructions = serializers.CharField(
             required=False, allow_blank=True, trim_whitespace=False,
             help_text="Markdown shown to annotators at the top of every item and on the batch's start page")
@@ -75,9 +80,7 @@ class ImportCreateApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        keys = ("models", "overlap", "max_rounds", "gold_rate", "prompt_templates", "allow_repeat_tasks",
-                "instructions", "researchers", "category_order", "budget")
-        settings = {key: values[key] for key in keys if values.get(key) not in (None, "")}
+        settings = {key: values[key] for key in SETTING_KEYS if values.get(key) not in (None, "")}
         if "budget" in settings:
             settings["budget"] = str(settings["budget"])  # kept as JSON in the import job
         job = import_job_create(

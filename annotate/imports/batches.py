@@ -32,8 +32,8 @@ from annotate.sessions.prompts import DEFAULT_TEMPLATES
 logger = logging.getLogger(__name__)
 
 SETTING_KEYS = ("models", "overlap", "max_rounds", "prompt_templates", "gold_rate", "allow_repeat_tasks",
-                "instructions", "researchers", "category_order", "budget")
-EVERYONE = ("*", "all")  # "researchers": every researcher (and admin) account
+                "instructions", "researchers", "annotators", "category_order", "budget")
+EVERYONE = ("*", "all")  # "researchers": every researcher (and admin) account; "annotators": no one named
 MAX_INSTRUCTIONS_CHARS = 20_000
 _TEMPLATE_FIELDS = {"question": "", "options": "", "answer_format": "", "feedback": "", "ground_truth": ""}
 
@@ -86,6 +86,8 @@ def batch_settings_clean(raw: dict | None, report: ImportReport) -> dict:
             report.add(None, "settings.allow_repeat_tasks", f"must be true or false, got {raw['allow_repeat_tasks']!r}")
     if "researchers" in raw:
         clean["researchers"] = _researchers_clean(raw["researchers"], report)
+    if "annotators" in raw:
+        clean["annotators"] = _annotators_clean(raw["annotators"], report)
     if "instructions" in raw:
         text = raw["instructions"]
         if not isinstance(text, str):
@@ -115,20 +117,43 @@ def _budget_clean(value, report: ImportReport) -> Decimal | None:
 
 def _researchers_clean(value, report: ImportReport) -> list[User] | None:
     """Usernames (a list or "a,b"), or "*"/"all" for every researcher: who may read the batch at once."""
-    names = [n.strip() for n in value.split(",")] if isinstance(value, str) else value
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        report.add(None, "settings.researchers", "expected usernames (a,b) or * for every researcher")
+    names = _usernames(value, "researchers", report)
+    if names is None:
         return None
-    names = [n for n in names if n]
     readers = User.objects.filter(role__in=[User.Role.RESEARCHER, User.Role.ADMIN], is_active=True)
     if any(n.lower() in EVERYONE for n in names):
         return list(readers.filter(role=User.Role.RESEARCHER))
     found = {u.username: u for u in readers.filter(username__in=names)}
-    missing = [n for n in dict.fromkeys(names) if n not in found]
+    missing = [n for n in names if n not in found]
     if missing:
         report.add(None, "settings.researchers", f"no active researcher or admin named {', '.join(map(repr, missing))}")
         return None
-    return [found[n] for n in dict.fromkeys(names)]
+    return [found[n] for n in names]
+
+
+def _usernames(value, key: str, report: ImportReport) -> list[str] | None:
+    names = [n.strip() for n in value.split(",")] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        report.add(None, f"settings.{key}", f"expected usernames (a,b) or * for every {key[:-1]}")
+        return None
+    return [n for n in dict.fromkeys(n.strip() for n in names) if n]
+
+
+def _annotators_clean(value, report: ImportReport) -> list[User] | None:
+    """Usernames (a list or "a,b"): only they are served the batch; "*"/"all": everyone with the annotator role
+    (an empty list is the same). Returned as the list to serve, [] for everyone."""
+    names = _usernames(value, "annotators", report)
+    if names is None:
+        return None
+    if any(n.lower() in EVERYONE for n in names):
+        return []
+    found = {u.username: u for u in User.objects.filter(role=User.Role.ANNOTATOR, is_active=True,
+                                                        username__in=names)}
+    missing = [n for n in names if n not in found]
+    if missing:
+        report.add(None, "settings.annotators", f"no active annotator named {', '.join(map(repr, missing))}")
+        return None
+    return [found[n] for n in names]
 
 
 def _templates_clean(value, report: ImportReport) -> dict | None:
@@ -178,6 +203,14 @@ def _settings_apply(batch: Batch, clean: dict) -> bool:
         new = [u for u in clean["researchers"] if u.pk not in known]
         if new:
             batch.members.add(*new)
+            changed = True
+    if "annotators" in clean:  # the named annotators replace the previous ones; none named: everyone
+        wanted = {u.pk for u in clean["annotators"]}
+        if set(batch.annotators.values_list("pk", flat=True)) != wanted:
+            batch.annotators.set(clean["annotators"])
+            changed = True
+        if batch.annotators_named != bool(wanted):
+            batch.annotators_named = bool(wanted)
             changed = True
     if "models" in clean:
         wanted = {m.pk for m in clean["models"]}

@@ -55,6 +55,11 @@ class ImportForm(forms.Form):
     )
     all_researchers = forms.BooleanField(required=False, label="Every researcher",
                                          help_text="Give every researcher account read access")
+    annotators = forms.CharField(
+        required=False, max_length=20_000, label="Annotators",
+        help_text="Usernames (a,b): only they are served this batch (invited participants too). Empty: everyone "
+                  "with the annotator role, or as before when re-importing; * opens it to everyone again",
+    )
     overlap = forms.IntegerField(min_value=1, max_value=100, required=False, help_text="Annotators per item (K)")
     max_rounds = forms.IntegerField(min_value=1, max_value=10, required=False, help_text="Default 3")
     gold_rate = forms.FloatField(min_value=0, max_value=1, required=False, help_text="0 to 1")
@@ -94,6 +99,7 @@ def import_new(request):
                     "instructions": data["instructions"] or None,
                     "category_order": data["category_order"] or None,
                     "budget": None if data["budget"] is None else str(data["budget"]),  # JSON in the job
+                    "annotators": data["annotators"].strip() or None,
                     "researchers": "*" if data["all_researchers"]
                     else [u.username for u in data["researchers"]] or None}
         try:

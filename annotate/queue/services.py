@@ -99,6 +99,8 @@ def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None 
         if _participant_quota_reached(annotator, limit.first()):
             return WorkItem.objects.none()
         items = items.filter(batch_id=annotator.crowd_batch_id)
+    else:
+        items = items.filter(_batches_serving(annotator.pk))
     avoid = None
     if state.last_task_id is not None:  # not the same task twice in a row, where its batch says so
         avoid = Q(task_id=state.last_task_id) & Q(batch__allow_same_task_back_to_back=False)
@@ -108,9 +110,16 @@ def _open_items(annotator: User, batch: Batch | None, state: _QueueState | None 
 def _batch_open_to(annotator: User, batch: Batch) -> bool:
     if batch.status != Batch.Status.READY or batch.kind not in QUEUED_KINDS or batch.budget_reached:
         return False
-    if annotator.crowd_batch_id and annotator.crowd_batch_id != batch.pk:  # invited to another batch
-        return False
-    return not (annotator.crowd_batch_id and _participant_quota_reached(annotator, batch.items_per_participant))
+    if annotator.crowd_batch_id:  # an invited participant: only the batch they joined, up to its quota
+        return annotator.crowd_batch_id == batch.pk and not _participant_quota_reached(
+            annotator, batch.items_per_participant)
+    return not batch.annotators_named or batch.annotators.filter(pk=annotator.pk).exists()
+
+
+def _batches_serving(annotator_id: int) -> Q:
+    """Items of batches served to every annotator, or that name this one among their annotators."""
+    named = Batch.annotators.through.objects.filter(user_id=annotator_id).values("batch_id")
+    return Q(batch__annotators_named=False) | Q(batch_id__in=named)
 
 
 def _task_to_avoid(batch: Batch, state: _QueueState) -> int | None:
@@ -400,6 +409,8 @@ def nothing_to_serve(*, annotator: User, batch: Batch | None = None) -> NothingT
         if _participant_quota_reached(annotator, limit.first()):
             return NothingToServe("done")
         items = items.filter(batch_id=annotator.crowd_batch_id)
+    else:
+        items = items.filter(_batches_serving(annotator.pk))
     items = _not_yet_taken_by(items, annotator.pk, None, repeats=None)
     if not items.exists():
         return NothingToServe("done")

@@ -61,6 +61,8 @@ class Command(BaseCommand):
         parser.add_argument("--templates", help="JSON file of prompt templates")
         parser.add_argument("--instructions", help="Markdown file shown to annotators at the top of every item")
         parser.add_argument("--researchers", help="usernames who may read the batch (a,b), or '*' for every researcher")
+        parser.add_argument("--annotators", help="usernames served the batch (a,b); '*': everyone with the annotator "
+                            "role (the default for a new batch)")
         parser.add_argument("--category-order", help="category names in the order of the report's columns "
                             "(\"Visual Logic,MMMU-Pro,...\"); the rest follow as they first appear in the file")
         parser.add_argument("--budget", help="model spending limit (the models' prices); then no new session starts")
@@ -77,7 +79,7 @@ class Command(BaseCommand):
         kind = opts["kind"] or ("rows" if path.suffix.lower() in _ROWS_SUFFIXES else "interfeedback")
         settings = {"models": opts["models"], "overlap": opts["overlap"], "max_rounds": opts["max_rounds"],
                     "gold_rate": opts["gold_rate"], "allow_repeat_tasks": opts["allow_repeat_tasks"],
-                    "researchers": opts["researchers"], "category_order": opts["category_order"],
+                    "researchers": opts["researchers"], "annotators": opts["annotators"], "category_order": opts["category_order"],
                     "budget": opts["budget"]}
         if opts["templates"]:
             try:
