@@ -110,6 +110,19 @@ def _device(value: Any) -> str | None:
     return f'must be "auto", "cpu", "cuda" or "cuda:N", got {value!r}'
 
 
+def _endpoint_list(value: Any) -> str | None:
+    if not isinstance(value, list) or not value or not all(isinstance(item, dict) for item in value):
+        return f'must be a list of {{"base_url": ..., "api_key_env": ...}}, got {value!r}'
+    for index, item in enumerate(value):
+        unknown = set(item) - {"base_url", "api_key_env"}
+        problem = (f"unknown key(s) {', '.join(sorted(unknown))}; known: api_key_env, base_url" if unknown
+                   else _http_url(item.get("base_url")) or (
+                       _env_name(item["api_key_env"]) if item.get("api_key_env") is not None else None))
+        if problem:
+            return f"endpoint {index + 1}: {problem}"
+    return None
+
+
 def _dict(value: Any) -> str | None:
     return None if isinstance(value, dict) else f"must be an object, got {value!r}"
 
@@ -124,7 +137,9 @@ BACKEND_SETTINGS: dict[str, dict[str, tuple[Callable[[Any], str | None], bool]]]
     },
     "replay": {"chunk_delay": (_number(0), False)},
     "openai": {
-        "base_url": (_http_url, True),
+        "base_url": (_http_url, False),  # or "endpoints": one of the two (the backend's own check says so)
+        "endpoints": (_endpoint_list, False),
+        "endpoint_cooldown": (_number(0), False),
         "model": (_text, True),
         "api_key_env": (_env_name, False),
         "connect_timeout": (_number(0, above=True), False),
@@ -177,6 +192,8 @@ def backend_settings_problems(backend: str, settings: Any) -> Problems:
         problem = check(settings[key])
         if problem:
             problems.append((f"{field}.{key}", problem))
+    if backend == "openai" and not settings.get("base_url") and not settings.get("endpoints"):
+        problems.append((f"{field}.base_url", "required for the openai backend (or endpoints, for several servers)"))
     if problems or backend not in CHEAP_TO_BUILD:
         return problems
     try:
@@ -186,6 +203,12 @@ def backend_settings_problems(backend: str, settings: Any) -> Problems:
     return problems
 
 
+def _an_api_key_env(where: str) -> bool:
+    """The settings' own api_key_env, or an endpoint's: checked by _env_name, which also refuses a key there."""
+    return where == "backend_settings.api_key_env" or (
+        where.startswith("backend_settings.endpoints[") and where.endswith("].api_key_env"))
+
+
 def _secrets_in(settings: Mapping[str, Any], path: str) -> Problems:
     """A key pasted anywhere in the settings (other than api_key_env, checked by its own rule)."""
     found: Problems = []
@@ -193,7 +216,10 @@ def _secrets_in(settings: Mapping[str, Any], path: str) -> Problems:
         where = f"{path}.{key}"
         if isinstance(value, dict):
             found += _secrets_in(value, where)
-        elif where != "backend_settings.api_key_env" and isinstance(value, str) and (
+        elif isinstance(value, list):  # e.g. endpoints: [{"base_url": ..., "api_key_env": ...}]
+            for index, item in enumerate(value):
+                found += _secrets_in(item, f"{where}[{index}]") if isinstance(item, dict) else []
+        elif not _an_api_key_env(where) and isinstance(value, str) and (
                 value.lower().startswith(KEY_PREFIXES) or "key" in key.lower() and "env" not in key.lower()):
             found.append((where, "looks like an API key: never store a key in a model config; put it in an "
                                  "environment variable on the workers and give its NAME as api_key_env"))

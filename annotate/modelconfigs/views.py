@@ -22,7 +22,8 @@ from annotate.models import Job, ModelConfig
 from annotate.people.pages import admin_required, form_add_problems
 
 SETTINGS_HELP = ('JSON. openai: {"base_url": "http://vllm:8000/v1", "model": "...", "api_key_env": "VLLM_API_KEY"} '
-                 '(the NAME of an environment variable, never the key); transformers: {"path": "/models/..."}')
+                 '(the NAME of an environment variable, never the key), or "endpoints": [{"base_url": ...}, ...] '
+                 'for several servers; transformers: {"path": "/models/..."}')
 
 
 class ModelForm(forms.Form):

@@ -2,8 +2,12 @@
 
 Settings:
 
-- ``base_url`` (required), e.g. ``http://127.0.0.1:8001/v1``; ``model`` (required): the served model name.
+- ``base_url``, e.g. ``http://127.0.0.1:8001/v1``; ``model`` (required): the served model name.
 - ``api_key_env``: the NAME of an environment variable holding the key. It is read at call time and never stored.
+- ``endpoints`` (instead of ``base_url``): several servers of the same model (vLLM replicas, API keys, regions),
+  ``[{"base_url": ..., "api_key_env": ...}, ...]`` (``api_key_env`` defaults to the one above). Calls go round
+  robin over the endpoints that are up; one that fails with a retryable error is left out for
+  ``endpoint_cooldown`` s (default 30) or its ``Retry-After``, and the call's retry goes at once to another one.
 - ``connect_timeout`` (default 5 s), ``read_timeout`` (default 60 s, also the longest gap between chunks).
 - Retries (models_runtime.retry, the only retry layer: Celery does not retry a model error again) on 429, 5xx,
   connection errors, timeouts and error events before the first chunk, never after it:
@@ -25,7 +29,10 @@ import datetime
 import email.utils
 import json
 import os
+import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 import httpx
@@ -45,6 +52,8 @@ from models_runtime.retry import RetryPolicy
 
 SETTINGS_KEYS = {
     "base_url",
+    "endpoints",
+    "endpoint_cooldown",
     "model",
     "api_key_env",
     "connect_timeout",
@@ -80,6 +89,54 @@ class ChatMessageJson(TypedDict):
     content: str | list[_ImagePartJson | _TextPartJson]
 
 
+@dataclass
+class Endpoint:
+    """One server of the model; ``down_until`` (time.monotonic()) leaves it out after a retryable failure."""
+
+    base_url: str
+    api_key_env: str | None
+    down_until: float = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+
+class EndpointPool:
+    """Spreads a model's calls over its endpoints, round robin over those that are up. Shared by a worker's
+    threads (one backend per model per process), hence the lock; each process keeps its own view of which
+    endpoint is down, learnt from its own calls."""
+
+    def __init__(self, endpoints: list[Endpoint], cooldown: float):
+        self.endpoints = endpoints
+        self.cooldown = cooldown
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def pick(self) -> Endpoint:
+        """The next endpoint that is up; when none is, the one that comes back first."""
+        with self._lock:
+            now = time.monotonic()
+            count = len(self.endpoints)
+            for step in range(count):
+                index = (self._next + step) % count
+                if self.endpoints[index].down_until <= now:
+                    self._next = (index + 1) % count
+                    return self.endpoints[index]
+            return min(self.endpoints, key=lambda endpoint: endpoint.down_until)
+
+    def failed(self, endpoint: Endpoint, retry_after: float | None) -> bool:
+        """Leave ``endpoint`` out for a while; True when another endpoint is up to take the retry now."""
+        with self._lock:
+            now = time.monotonic()
+            endpoint.down_until = now + (retry_after if retry_after is not None else self.cooldown)
+            return any(other.down_until <= now for other in self.endpoints if other is not endpoint)
+
+    def succeeded(self, endpoint: Endpoint) -> None:
+        with self._lock:
+            endpoint.down_until = 0.0
+
+
 class OpenAIBackend(Backend):
     name = "openai"
 
@@ -90,16 +147,12 @@ class OpenAIBackend(Backend):
             raise PermanentModelError(
                 f"unknown openai setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(SETTINGS_KEYS))}"
             )
-        for key in ("base_url", "model"):
-            if not self.settings.get(key):
-                raise PermanentModelError(f'openai backend needs a "{key}" setting')
-        self.base_url = str(self.settings["base_url"]).rstrip("/")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise PermanentModelError(
-                f"openai base_url must start with http:// or https://, got {self.base_url!r}"
-            )
+        if not self.settings.get("model"):
+            raise PermanentModelError('openai backend needs a "model" setting')
         self.model = str(self.settings["model"])
         self.api_key_env = self.settings.get("api_key_env") or None
+        self.pool = EndpointPool(_endpoints(self.settings, self.api_key_env), _cooldown(self.settings))
+        self.base_url = self.pool.endpoints[0].base_url
         self.retry_policy = _retry_policy(self.settings)
         self.extra_body = dict(self.settings.get("extra_body") or {})
         read_timeout = float(self.settings.get("read_timeout", 60))
@@ -116,18 +169,18 @@ class OpenAIBackend(Backend):
 
     @property
     def url(self) -> str:
-        return f"{self.base_url}/chat/completions"
+        return self.pool.endpoints[0].url
 
     # -- request -------------------------------------------------------------------------------------------
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, endpoint: Endpoint) -> dict[str, str]:
         headers = {"Accept": "text/event-stream"}
-        if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
+        if endpoint.api_key_env:
+            key = os.environ.get(endpoint.api_key_env)
             if not key:
                 raise PermanentModelError(
-                    f"environment variable {self.api_key_env} (api_key_env) is not set or empty; "
-                    f"it should hold the API key for {self.base_url}"
+                    f"environment variable {endpoint.api_key_env} (api_key_env) is not set or empty; "
+                    f"it should hold the API key for {endpoint.base_url}"
                 )
             headers["Authorization"] = f"Bearer {key}"
         return headers
@@ -153,52 +206,64 @@ class OpenAIBackend(Backend):
     # -- streaming -----------------------------------------------------------------------------------------
 
     def _chunks(self, request: ModelRequest, stream: Stream) -> Iterator[str]:
-        """One HTTP request (Backend.stream retries). TransientModelError for what is worth another attempt."""
-        body = self.body(request)
-        headers = self._headers()
+        """One HTTP request to one endpoint (Backend.stream retries). TransientModelError for what is worth
+        another attempt; with another endpoint up, that attempt goes there without waiting."""
+        endpoint = self.pool.pick()
         try:
-            with self._client.stream("POST", self.url, json=body, headers=headers) as response:
+            yield from self._request(endpoint, request, stream)
+        except TransientModelError as error:
+            if len(self.pool.endpoints) > 1 and self.pool.failed(endpoint, error.retry_after):
+                raise TransientModelError(f"{error} (trying another endpoint)") from error
+            raise
+        self.pool.succeeded(endpoint)
+
+    def _request(self, endpoint: Endpoint, request: ModelRequest, stream: Stream) -> Iterator[str]:
+        url = endpoint.url
+        body = self.body(request)
+        headers = self._headers(endpoint)
+        try:
+            with self._client.stream("POST", url, json=body, headers=headers) as response:
                 if response.status_code != 200:
-                    self._raise_for_status(response)
+                    self._raise_for_status(response, endpoint)
                 content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if content_type == "text/event-stream":
-                    yield from self._read_events(response, stream)
+                    yield from self._read_events(response, stream, url)
                 elif content_type == "application/json":
-                    yield self._read_completion(response, stream)
+                    yield self._read_completion(response, stream, url)
                 else:
-                    self._raise_for_content_type(response, content_type)
+                    self._raise_for_content_type(response, content_type, url)
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise PermanentModelError(f"{self.url}: bad URL: {exc}") from exc
+            raise PermanentModelError(f"{url}: bad URL: {exc}") from exc
         except httpx.TimeoutException as exc:
-            raise TransientModelError(f"{self.url}: timed out ({type(exc).__name__})") from exc
+            raise TransientModelError(f"{url}: timed out ({type(exc).__name__})") from exc
         except httpx.TransportError as exc:
-            raise TransientModelError(f"{self.url}: connection failed ({type(exc).__name__}: {exc})") from exc
+            raise TransientModelError(f"{url}: connection failed ({type(exc).__name__}: {exc})") from exc
 
-    def _raise_for_status(self, response: httpx.Response) -> None:
+    def _raise_for_status(self, response: httpx.Response, endpoint: Endpoint) -> None:
         response.read()
         status = response.status_code
         message = _error_message(response)
-        where = f"{self.url} answered {status} {response.reason_phrase}"
+        where = f"{endpoint.url} answered {status} {response.reason_phrase}"
         if status in RETRY_STATUSES:
             raise TransientModelError(f"{where}: {message}", retry_after=_retry_after(response))
         hint = {
-            401: f" (check the API key in ${self.api_key_env})"
-            if self.api_key_env
+            401: f" (check the API key in ${endpoint.api_key_env})"
+            if endpoint.api_key_env
             else " (no api_key_env is set)",
             404: f" (is the model name {self.model!r} served there?)",
         }.get(status, "")
         raise PermanentModelError(f"{where}: {message}{hint}")
 
-    def _raise_for_content_type(self, response: httpx.Response, content_type: str) -> None:
+    def _raise_for_content_type(self, response: httpx.Response, content_type: str, url: str) -> None:
         response.read()
         excerpt = response.text.strip()[:200] or "(empty body)"
         raise PermanentModelError(
-            f"{self.url} answered 200 with content type {content_type or '(none)'!r}, not text/event-stream "
+            f"{url} answered 200 with content type {content_type or '(none)'!r}, not text/event-stream "
             f"(streamed) or application/json (one completion): is base_url an OpenAI-compatible API? "
             f"The body begins: {excerpt!r}"
         )
 
-    def _read_events(self, response: httpx.Response, stream: Stream) -> Iterator[str]:
+    def _read_events(self, response: httpx.Response, stream: Stream, url: str) -> Iterator[str]:
         """Parse SSE ``data:`` lines until ``[DONE]``; yield content deltas and record usage."""
         finish_reason = None
         answered = False
@@ -211,11 +276,11 @@ class OpenAIBackend(Backend):
             try:
                 event = json.loads(data)
             except json.JSONDecodeError as exc:
-                raise TransientModelError(f"bad SSE data from {self.url}: {data[:200]!r}") from exc
+                raise TransientModelError(f"bad SSE data from {url}: {data[:200]!r}") from exc
             if not isinstance(event, dict):
-                raise TransientModelError(f"bad SSE event from {self.url}: {data[:200]!r}")
+                raise TransientModelError(f"bad SSE event from {url}: {data[:200]!r}")
             if event.get("error"):
-                raise TransientModelError(f"{self.url}: server error in stream: {_describe_error(event['error'])}")
+                raise TransientModelError(f"{url}: server error in stream: {_describe_error(event['error'])}")
             self._read_usage(event, stream)
             for choice in event.get("choices") or []:
                 finish_reason = choice.get("finish_reason") or finish_reason
@@ -225,26 +290,26 @@ class OpenAIBackend(Backend):
                     yield text
         else:  # the body ended without [DONE]: complete only if the model said why it stopped
             if finish_reason is None:
-                raise TransientModelError(f"{self.url}: the stream ended without [DONE] or a finish_reason")
+                raise TransientModelError(f"{url}: the stream ended without [DONE] or a finish_reason")
         if not answered:
-            raise self._empty(finish_reason)
+            raise self._empty(finish_reason, url)
 
-    def _read_completion(self, response: httpx.Response, stream: Stream) -> str:
+    def _read_completion(self, response: httpx.Response, stream: Stream, url: str) -> str:
         """A plain ``chat.completion`` (a server that does not stream): its whole text as one chunk."""
         raw = response.read()
         try:
             payload = json.loads(raw)
         except ValueError as exc:
-            raise TransientModelError(f"bad JSON from {self.url}: {raw[:200]!r}") from exc
+            raise TransientModelError(f"bad JSON from {url}: {raw[:200]!r}") from exc
         if not isinstance(payload, dict):
-            raise TransientModelError(f"unexpected JSON from {self.url}: {raw[:200]!r}")
+            raise TransientModelError(f"unexpected JSON from {url}: {raw[:200]!r}")
         if payload.get("error"):
-            raise TransientModelError(f"{self.url}: server error: {_describe_error(payload['error'])}")
+            raise TransientModelError(f"{url}: server error: {_describe_error(payload['error'])}")
         self._read_usage(payload, stream)
         choices = payload.get("choices") or [{}]
         text = _content_text((choices[0].get("message") or {}).get("content"))
         if not text:
-            raise self._empty(choices[0].get("finish_reason"))
+            raise self._empty(choices[0].get("finish_reason"), url)
         return text
 
     def _read_usage(self, event: dict[str, Any], stream: Stream) -> None:
@@ -253,11 +318,46 @@ class OpenAIBackend(Backend):
             stream.prompt_tokens = usage.get("prompt_tokens", stream.prompt_tokens)
             stream.completion_tokens = usage.get("completion_tokens", stream.completion_tokens)
 
-    def _empty(self, finish_reason: str | None) -> EmptyAnswerError:
+    def _empty(self, finish_reason: str | None, url: str) -> EmptyAnswerError:
         hint = " (max_tokens was reached before any text)" if finish_reason == "length" else ""
         return EmptyAnswerError(
-            f"{self.url}: the model {self.model!r} gave an empty answer (finish_reason={finish_reason!r}){hint}"
+            f"{url}: the model {self.model!r} gave an empty answer (finish_reason={finish_reason!r}){hint}"
         )
+
+
+def _endpoints(settings: BackendSettings, api_key_env: str | None) -> list[Endpoint]:
+    """``base_url`` (one server) or ``endpoints`` (several), each checked: an http(s) URL, no trailing slash."""
+    given = settings.get("endpoints")
+    if settings.get("base_url") and given:
+        raise PermanentModelError('openai settings: give "base_url" (one server) or "endpoints" (several), not both')
+    if not given:
+        if not settings.get("base_url"):
+            raise PermanentModelError('openai backend needs a "base_url" setting (or "endpoints" for several)')
+        given = [{"base_url": settings["base_url"]}]
+    if not isinstance(given, list) or not all(isinstance(item, dict) for item in given):
+        raise PermanentModelError('openai "endpoints" must be a list of {"base_url": ..., "api_key_env": ...}')
+    endpoints = []
+    for index, item in enumerate(given):
+        unknown = set(item) - {"base_url", "api_key_env"}
+        if unknown:
+            raise PermanentModelError(f"openai endpoints[{index}]: unknown key(s) {', '.join(sorted(unknown))}; "
+                                      "known: api_key_env, base_url")
+        url = str(item.get("base_url") or "").rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            where = "base_url" if "endpoints" not in settings else f"endpoints[{index}].base_url"
+            raise PermanentModelError(f"openai {where} must start with http:// or https://, got {url!r}")
+        endpoints.append(Endpoint(base_url=url, api_key_env=item.get("api_key_env") or api_key_env))
+    return endpoints
+
+
+def _cooldown(settings: BackendSettings) -> float:
+    try:
+        cooldown = float(settings.get("endpoint_cooldown", 30))
+    except (TypeError, ValueError) as exc:
+        raise PermanentModelError(f"bad openai endpoint_cooldown: {exc}") from exc
+    if cooldown < 0:
+        raise PermanentModelError(f"openai endpoint_cooldown must be >= 0, got {cooldown:g}")
+    return cooldown
 
 
 def _retry_policy(settings: BackendSettings) -> RetryPolicy:

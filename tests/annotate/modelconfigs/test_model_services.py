@@ -163,3 +163,30 @@ def test_the_settings_table_matches_the_backends():
     assert set(validation.BACKEND_SETTINGS) == set(ModelConfig.Backend.values)
     dtype_check = validation.BACKEND_SETTINGS["transformers"]["dtype"][0]
     assert all(dtype_check(dtype) is None for dtype in transformers.DTYPES)
+
+
+def test_an_openai_model_may_name_several_endpoints():
+    endpoints = [{"base_url": "http://vllm-1:8000/v1"}, {"base_url": "https://eu.example.org/v1",
+                                                         "api_key_env": "EU_API_KEY"}]
+    config = model_create(name="qwen-fleet", backend="openai", backend_settings={
+        "model": "qwen", "endpoints": endpoints, "endpoint_cooldown": 10})
+    assert config.backend_settings["endpoints"] == endpoints
+
+
+@pytest.mark.parametrize(("given", "field", "words"), [
+    ({"model": "m"}, "backend_settings.base_url", "or endpoints"),
+    ({"model": "m", "endpoints": []}, "backend_settings.endpoints", "must be a list"),
+    ({"model": "m", "endpoints": [{"base_url": "vllm:8000"}]}, "backend_settings.endpoints",
+     "endpoint 1: must be a URL starting with http://"),
+    ({"model": "m", "endpoints": [{"base_url": "http://a/v1", "api_key_env": "sk-live-1234567890abcdef"}]},
+     "backend_settings.endpoints", "endpoint 1: looks like an API key"),
+    ({"model": "m", "endpoints": [{"base_url": "http://a/v1", "token": "sk-live-1234567890abcdef"}]},
+     "backend_settings.endpoints[0].token", "looks like an API key"),
+    ({"model": "m", "base_url": "http://a/v1", "endpoints": [{"base_url": "http://b/v1"}]},
+     "backend_settings", "not both"),
+])
+def test_bad_endpoints_are_refused_with_their_field(given, field, words):
+    with pytest.raises(InvalidFields) as error:
+        model_create(name="fleet", backend="openai", backend_settings=given)
+    assert words in fields_of(error.value)[field]
+    assert not ModelConfig.objects.filter(name="fleet").exists()
