@@ -14,6 +14,8 @@ ROUND_GENERATE = "annotate.tasks.round_generate"
 ROUNDS_REAP_STALLED = "annotate.tasks.rounds_reap_stalled"
 BATCH_IMPORT = "annotate.tasks.batch_import_job"
 MODEL_CHECK = "annotate.tasks.model_config_check_job"
+MODELS_PROBE = "annotate.tasks.models_probe"
+MODEL_PROBE = "annotate.tasks.model_probe"
 BENCH_LANE = "annotate.tasks.bench_lane"
 
 OUTCOME_RECORD = "evaluation.tasks.outcome_record"

@@ -153,9 +153,15 @@ STALLED_ROUND_GRACE_SECONDS = env_int("STALLED_ROUND_GRACE_SECONDS", 10)
 # How many long jobs (recounts, session exports, model checks) one person may start ("N/s|min|hour|day"; "" = off).
 JOB_RATE_LIMIT = env_str("JOB_RATE_LIMIT", "10/min")
 EXPORT_RETENTION_DAYS = env_int("EXPORT_RETENTION_DAYS", 30)
+# Model health: a probe per model every MODEL_PROBE_SECONDS; MODEL_BREAKER_FAILURES rounds of a model failing in a
+# row (model errors, any worker) mark it unavailable until a probe answers (0: no breaker).
+MODEL_PROBE_SECONDS = env_int("MODEL_PROBE_SECONDS", 60)
+MODEL_BREAKER_FAILURES = env_int("MODEL_BREAKER_FAILURES", 5)
 CELERY_BEAT_SCHEDULE = {
     # A round whose worker died (no heartbeat for STALLED_ROUND_GRACE_SECONDS) is failed with Retry.
     "rounds-reap-stalled": {"task": "annotate.tasks.rounds_reap_stalled", "schedule": 5.0},
+    # Each active model served by a real server (openai, transformers) answers a short probe on its own queue.
+    "models-probe": {"task": "annotate.tasks.models_probe", "schedule": float(MODEL_PROBE_SECONDS)},
     # Export files older than EXPORT_RETENTION_DAYS are deleted (their job rows stay, marked expired).
     "export-files-expire": {"task": "evaluation.tasks.export_files_expire", "schedule": 3600.0},
 }

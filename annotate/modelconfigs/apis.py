@@ -29,6 +29,22 @@ from annotate.server.throttles import JobCreationThrottled
 TAGS = ["models"]
 
 
+@extend_schema_serializer(component_name="ModelHealth")
+class ModelHealthSerializer(serializers.Serializer):
+    """The latest periodic probe and the circuit breaker (annotate.health); simulated and replay models are not
+    probed."""
+
+    probed_at = serializers.DateTimeField(allow_null=True, help_text="When the latest probe ended (null: none yet)")
+    probe_latency_ms = serializers.IntegerField(allow_null=True, help_text="The latest probe's latency")
+    probe_error = serializers.CharField(allow_blank=True, help_text="The latest probe's error; empty: it answered")
+    available = serializers.SerializerMethodField(help_text="False while the breaker is open: rounds fail at once")
+    unavailable_since = serializers.DateTimeField(allow_null=True)
+    unavailable_reason = serializers.CharField(allow_blank=True)
+
+    def get_available(self, config: ModelConfig) -> bool:
+        return config.unavailable_since is None
+
+
 @extend_schema_serializer(component_name="ModelConfig")
 class ModelConfigSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="Slug used in URLs, queues and exports")
@@ -47,6 +63,7 @@ class ModelConfigSerializer(serializers.Serializer):
     output_price_per_million = serializers.DecimalField(max_digits=12, decimal_places=4, allow_null=True,
                                                         help_text="Price per million completion tokens")
     is_active = serializers.BooleanField()
+    health = ModelHealthSerializer(source="*", read_only=True)
 
 
 def _admin_only(request) -> None:

@@ -8,6 +8,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from annotate import queue_contract
 from annotate.modelconfigs import check as model_check
+from annotate.modelconfigs import probe
+from annotate.models import ModelConfig
 
 
 # acks_late off on purpose: a check is cheap to run again, and a model that kills its worker (out of memory)
@@ -22,3 +24,18 @@ def model_config_check_job(job_id: int) -> None:
     except Exception as error:  # anything else still ends the job, so the page stops waiting
         model_check.model_check_fail(job_id=job_id, error=f"{type(error).__name__}: {error}")
         raise
+
+
+@shared_task(name=queue_contract.MODELS_PROBE, ignore_result=True, expires=60)
+def models_probe() -> int:
+    """Celery beat: one health probe per model, each on the model's own queue (annotate.health)."""
+    return probe.models_probe_dispatch()
+
+
+@shared_task(name=queue_contract.MODEL_PROBE, ignore_result=True, acks_late=False)
+def model_probe(config_id: int) -> None:
+    try:
+        probe.model_probe_run(config_id=config_id)
+    except SoftTimeLimitExceeded:
+        probe.health.probe_record(ModelConfig.objects.get(pk=config_id), latency_ms=None,
+                                  error="The model took too long to answer the probe (time limit).")

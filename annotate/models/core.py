@@ -73,6 +73,15 @@ class ModelConfig(models.Model):
     input_price_per_million = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     output_price_per_million = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     is_active = models.BooleanField(default=True)
+    # Health (annotate.modelconfigs.health): the latest periodic probe, and the circuit breaker.
+    probed_at = models.DateTimeField(null=True, blank=True, help_text="When the latest health probe ended")
+    probe_latency_ms = models.PositiveIntegerField(null=True, blank=True, help_text="The latest probe's latency")
+    probe_error = models.TextField(blank=True, help_text="The latest probe's error (empty: it answered)")
+    unavailable_since = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Set when rounds failed in a row: its rounds fail at once until a probe answers again",
+    )
+    unavailable_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -17,6 +17,7 @@ from django.db import connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from annotate import health
 from annotate.costs import batch_budget_update
 from annotate.models import Round, Session
 from annotate.sessions import realtime
@@ -204,6 +205,9 @@ def round_generate(*, round_id: int, claim_token: str) -> None:
     rnd = Round.objects.select_related("session__task", "session__batch", "session__model_config").get(pk=round_id)
     session = rnd.session
     config = session.model_config
+    if config.unavailable_since is not None:  # the breaker is open: no request until a probe answers again
+        round_fail(round_id=rnd.id, claim_token=claim_token, message=health.UNAVAILABLE_MESSAGE)
+        return
     deadline = time.monotonic() + config.soft_time_limit
     try:
         with _heartbeat(rnd.id, claim_token):
@@ -213,16 +217,21 @@ def round_generate(*, round_id: int, claim_token: str) -> None:
             published = _publish_stream(stream, rnd, session.id, claim_token, deadline)
             result = stream.result
     except StreamBroke as broke:
-        round_fail(round_id=rnd.id, claim_token=claim_token, message=model_error_message(broke.error),
-                   partial=(broke.text, broke.seq))
+        message = model_error_message(broke.error)
+        round_fail(round_id=rnd.id, claim_token=claim_token, message=message, partial=(broke.text, broke.seq))
+        health.round_failed(config, message)
         return
     except ModelError as error:
-        round_fail(round_id=rnd.id, claim_token=claim_token, message=model_error_message(error))
+        message = model_error_message(error)
+        round_fail(round_id=rnd.id, claim_token=claim_token, message=message)
+        health.round_failed(config, message)
         return
     except RoundTimedOut:
         round_fail(round_id=rnd.id, claim_token=claim_token, message=TIMED_OUT_MESSAGE)
+        health.round_failed(config, TIMED_OUT_MESSAGE)
         return
     round_finish(round_id=rnd.id, claim_token=claim_token, result=result, seq=published)
+    health.round_answered(config)
 
 
 def round_finish(*, round_id: int, claim_token: str, result, seq: int) -> None:

@@ -102,6 +102,7 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
         errors[display or slug] += count
     active_now = assignments.filter(status=Assignment.Status.ACTIVE, lease_expires_at__gte=now).values(
         "annotator").distinct().count()
+    models = list(batch.models_to_evaluate.order_by("name"))
     return {
         "batch": {"id": batch.pk, "name": batch.name, "kind": batch.kind, "overlap": overlap},
         "generated_at": now.isoformat(),
@@ -117,6 +118,9 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
         "skips_total": sum(row["count"] for row in skips),
         "leak_warnings": LeakWarning.objects.filter(session__batch=batch).count(),
         "model_errors": [{"model": name, "failed_rounds": n} for name, n in sorted(errors.items())],
-        "queues": _queue_depths(list(batch.models_to_evaluate.all())),
+        "queues": _queue_depths(models),
+        # The circuit breaker (annotate.health): these models' rounds fail at once until a probe answers.
+        "unavailable_models": [{"model": m.label, "since": m.unavailable_since.isoformat(),
+                                "reason": m.unavailable_reason} for m in models if m.unavailable_since],
     }
 

@@ -57,6 +57,9 @@
     rows("by-category", d.by_category, progress);
     rows("queues", d.queues, function (q) { return [q.queue, q.depth]; });
     rows("model-errors", d.model_errors, function (e) { return [e.model, e.failed_rounds]; });
+    rows("unavailable-models", d.unavailable_models, function (u) {
+      return [u.model, u.since.slice(11, 19), u.reason.length > 200 ? u.reason.slice(0, 199) + "…" : u.reason];
+    });
     rows("skips", d.skips, function (s) { return [s.reason, s.count]; });
     document.getElementById("progress-line").setAttribute("points", points(d.cumulative, d.totals.needed));
   }
