@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
+from annotate import quotas
 from annotate.models import BenchLane, BenchRun, ModelConfig
 from models_runtime import GenerationSettings, Message, ModelRequest, TaskContext
 from models_runtime.base import ModelError
@@ -45,6 +46,7 @@ class ModelReply:
 
 def call(config: ModelConfig, messages: tuple[Message, ...], context: TaskContext) -> ModelReply:
     """One model call through models_runtime; a model error is kept as the reply's error, never raised."""
+    slot = quotas.quota_wait(config)  # the model's quota across workers, shared with people's rounds
     try:
         backend = get_backend(config.backend, config.backend_settings)
         stream = backend.stream(ModelRequest(messages=messages, context=context,
@@ -54,6 +56,9 @@ def call(config: ModelConfig, messages: tuple[Message, ...], context: TaskContex
         result = stream.result
     except ModelError as error:
         return ModelReply(text="", error=str(error)[:2000])
+    finally:
+        slot.release()
+    slot.release(tokens=(result.prompt_tokens or 0) + (result.completion_tokens or 0))
     return ModelReply(text=result.text, prompt_tokens=result.prompt_tokens,
                       completion_tokens=result.completion_tokens, latency_ms=round(result.latency * 1000))
 

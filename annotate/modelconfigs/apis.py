@@ -62,6 +62,9 @@ class ModelConfigSerializer(serializers.Serializer):
                                                        help_text="Price per million prompt tokens (null: no cost)")
     output_price_per_million = serializers.DecimalField(max_digits=12, decimal_places=4, allow_null=True,
                                                         help_text="Price per million completion tokens")
+    max_concurrent_requests = serializers.IntegerField(allow_null=True, help_text="Calls at once (null: no limit)")
+    requests_per_minute = serializers.IntegerField(allow_null=True, help_text="Calls started per minute")
+    tokens_per_minute = serializers.IntegerField(allow_null=True, help_text="Prompt + completion tokens per minute")
     is_active = serializers.BooleanField()
     health = ModelHealthSerializer(source="*", read_only=True)
 
@@ -88,6 +91,12 @@ class ModelWriteSerializer(serializers.Serializer):
     output_price_per_million = serializers.DecimalField(max_digits=12, decimal_places=4, required=False,
                                                         allow_null=True, min_value=0,
                                                         help_text="Price per million completion tokens")
+    max_concurrent_requests = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                                       help_text="Calls at once across all workers; null: no limit")
+    requests_per_minute = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                                   help_text="Calls started per minute; null: no limit")
+    tokens_per_minute = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                                 help_text="Prompt + completion tokens per minute; null: no limit")
 
 
 class ModelListApi(APIView):

@@ -17,7 +17,9 @@ from annotate.modelconfigs.validation import model_config_problems
 from annotate.models import ModelConfig
 
 EDITABLE = ("display_name", "backend", "backend_settings", "generation", "queue", "soft_time_limit", "time_limit",
-            "input_price_per_million", "output_price_per_million", "is_active")
+            "input_price_per_million", "output_price_per_million", "max_concurrent_requests", "requests_per_minute",
+            "tokens_per_minute", "is_active")
+QUOTAS = ("max_concurrent_requests", "requests_per_minute", "tokens_per_minute")
 DEFAULTS: dict[str, Any] = {"display_name": "", "backend_settings": {}, "generation": {}, "queue": "",
                             "soft_time_limit": 300, "time_limit": 360}
 
@@ -26,13 +28,17 @@ def model_create(
     *, name: str, backend: str, display_name: str = "", backend_settings: dict | None = None,
     generation: dict | None = None, queue: str = "", soft_time_limit: int = 300, time_limit: int = 360,
     input_price_per_million: Decimal | None = None, output_price_per_million: Decimal | None = None,
+    max_concurrent_requests: int | None = None, requests_per_minute: int | None = None,
+    tokens_per_minute: int | None = None,
 ) -> ModelConfig:
     values = {"name": name, "display_name": display_name, "backend": backend,
               "backend_settings": {} if backend_settings is None else backend_settings,
               "generation": {} if generation is None else generation, "queue": queue,
               "soft_time_limit": soft_time_limit, "time_limit": time_limit,
               "input_price_per_million": input_price_per_million,
-              "output_price_per_million": output_price_per_million}
+              "output_price_per_million": output_price_per_million,
+              "max_concurrent_requests": max_concurrent_requests, "requests_per_minute": requests_per_minute,
+              "tokens_per_minute": tokens_per_minute}
     problems = model_config_problems(values=values, creating=True)
     if problems:
         raise InvalidFields(problems)

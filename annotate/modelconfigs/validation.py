@@ -287,6 +287,10 @@ def model_config_problems(*, values: Mapping[str, Any], creating: bool) -> Probl
         if price is not None and (not isinstance(price, (int, float, Decimal)) or isinstance(price, bool)
                                   or not 0 <= price <= 1_000_000):
             problems.append((key, f"must be empty or a price from 0 to 1,000,000 per million tokens, got {price!r}"))
+    for key in ("max_concurrent_requests", "requests_per_minute", "tokens_per_minute"):
+        limit = values.get(key)
+        if limit is not None and (_integer(1, 100_000_000)(limit)):
+            problems.append((key, f"must be empty (no limit) or a whole number from 1 to 100,000,000, got {limit!r}"))
     if "is_active" in values and not isinstance(values["is_active"], bool):
         problems.append(("is_active", f"must be true or false, got {values['is_active']!r}"))
     return problems

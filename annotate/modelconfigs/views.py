@@ -41,6 +41,12 @@ class ModelForm(forms.Form):
                                                  help_text=_("Price per million prompt tokens; blank: no cost"))
     output_price_per_million = forms.DecimalField(required=False, min_value=0, max_digits=12, decimal_places=4,
                                                   help_text=_("Price per million completion tokens"))
+    max_concurrent_requests = forms.IntegerField(required=False, min_value=1,
+                                                 help_text=_("Calls to the model at once, all workers; blank: no limit"))
+    requests_per_minute = forms.IntegerField(required=False, min_value=1,
+                                             help_text=_("Calls started per minute; blank: no limit"))
+    tokens_per_minute = forms.IntegerField(required=False, min_value=1,
+                                           help_text=_("Prompt + completion tokens per minute; blank: no limit"))
 
     def values(self) -> dict:
         data = dict(self.cleaned_data)

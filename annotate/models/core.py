@@ -72,6 +72,12 @@ class ModelConfig(models.Model):
     # Prices per million tokens (the API's currency); blank: the cost of this model's rounds is not computed.
     input_price_per_million = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     output_price_per_million = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    # Quotas across all workers (annotate.quotas); empty: no limit.
+    max_concurrent_requests = models.PositiveIntegerField(null=True, blank=True,
+                                                          help_text="Calls to the model at once, all workers")
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True, help_text="Calls started per minute")
+    tokens_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Prompt + completion tokens per minute (the server's usage)")
     is_active = models.BooleanField(default=True)
     # Health (annotate.modelconfigs.health): the latest periodic probe, and the circuit breaker.
     probed_at = models.DateTimeField(null=True, blank=True, help_text="When the latest health probe ended")

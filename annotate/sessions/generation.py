@@ -17,7 +17,7 @@ from django.db import connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from annotate import health
+from annotate import health, quotas
 from annotate.costs import batch_budget_update
 from annotate.models import Round, Session
 from annotate.sessions import realtime
@@ -196,18 +196,35 @@ def _publish_stream(stream, rnd: Round, session_id: int, claim_token: str, deadl
     return len(published)
 
 
-def round_generate(*, round_id: int, claim_token: str) -> None:
+def round_generate(*, round_id: int, claim_token: str) -> float | None:
     """Generate one round. Every model error fails the round (with Retry): the backend's RetryPolicy
-    (models_runtime.retry) has already retried what was worth it, so nothing retries it again here."""
+    (models_runtime.retry) has already retried what was worth it, so nothing retries it again here.
+
+    Returns None, or the seconds to wait when the model's quota (annotate.quotas) is full: the round is then
+    handed back to the queue unclaimed, for the task to come back later; it is neither run nor failed."""
     if not round_claim(round_id=round_id, claim_token=claim_token):
         logger.info("round %s: nothing to do (finished or claimed elsewhere)", round_id)
-        return
+        return None
     rnd = Round.objects.select_related("session__task", "session__batch", "session__model_config").get(pk=round_id)
     session = rnd.session
     config = session.model_config
     if config.unavailable_since is not None:  # the breaker is open: no request until a probe answers again
         round_fail(round_id=rnd.id, claim_token=claim_token, message=health.UNAVAILABLE_MESSAGE)
-        return
+        return None
+    slot = quotas.quota_take(config)
+    if not isinstance(slot, quotas.Slot):
+        Round.objects.filter(pk=rnd.pk, claim_token=claim_token, generation_status=Round.Generation.RUNNING).update(
+            generation_status=Round.Generation.QUEUED, attempts=F("attempts") - 1)
+        return slot
+    try:
+        _generate(rnd, config, claim_token, slot)
+    finally:
+        slot.release()
+    return None
+
+
+def _generate(rnd: Round, config, claim_token: str, slot: quotas.Slot) -> None:
+    session = rnd.session
     deadline = time.monotonic() + config.soft_time_limit
     try:
         with _heartbeat(rnd.id, claim_token):
@@ -230,6 +247,7 @@ def round_generate(*, round_id: int, claim_token: str) -> None:
         round_fail(round_id=rnd.id, claim_token=claim_token, message=TIMED_OUT_MESSAGE)
         health.round_failed(config, TIMED_OUT_MESSAGE)
         return
+    slot.release(tokens=(result.prompt_tokens or 0) + (result.completion_tokens or 0))
     round_finish(round_id=rnd.id, claim_token=claim_token, result=result, seq=published)
     health.round_answered(config)
 

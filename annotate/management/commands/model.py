@@ -71,6 +71,9 @@ class Command(BaseCommand):
             p.add_argument("--input-price", type=Decimal, help="price per million prompt tokens")
             p.add_argument("--output-price", type=Decimal, help="price per million completion tokens")
             p.add_argument("--time-limit", type=int)
+            p.add_argument("--max-concurrent", type=int, help="calls to the model at once, across all workers")
+            p.add_argument("--rpm", type=int, help="calls started per minute, across all workers")
+            p.add_argument("--tpm", type=int, help="prompt + completion tokens per minute, across all workers")
         p = sub.add_parser("list", help="list model configs")
         p.add_argument("--all", action="store_true", help="retired ones too")
         p = sub.add_parser("check", help="queue the 'test this model' check on the model's queue and wait for it")
@@ -97,7 +100,9 @@ class Command(BaseCommand):
             fields["generation"] = _pairs(opts["generation"], "--generation")
         for option, key in (("backend", "backend"), ("display_name", "display_name"), ("queue", "queue"),
                             ("soft_time_limit", "soft_time_limit"), ("time_limit", "time_limit"),
-                            ("input_price", "input_price_per_million"), ("output_price", "output_price_per_million")):
+                            ("input_price", "input_price_per_million"), ("output_price", "output_price_per_million"),
+                            ("max_concurrent", "max_concurrent_requests"), ("rpm", "requests_per_minute"),
+                            ("tpm", "tokens_per_minute")):
             if opts[option] is not None:
                 fields[key] = opts[option]
         return fields

@@ -1,0 +1,118 @@
+"""Per-model quotas, enforced across every worker through Redis: calls at once, calls started per minute, and
+tokens per minute.
+
+- ``requests_per_minute``: the `limits` library's moving window (its Redis storage), one hit per call.
+- ``tokens_per_minute``: the same window, charged with the prompt + completion tokens a call used once it has
+  answered (the server's usage); a call starts only while the minute's tokens are not spent.
+- ``max_concurrent_requests``: one lease per call in a Redis sorted set (score: when the lease lapses), counted
+  and taken in one Lua script so two workers never both take the last slot. A lease lapses after the model's hard
+  time limit, so a killed worker does not hold its slot for ever.
+
+A call that finds its quota full does not start: ``quota_take`` says how long to wait. The round's Celery task
+then comes back later without having claimed its round (nothing to lose or double, no model error); a bench
+lane waits in place. Models without quotas make no Redis call at all.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from functools import cache
+
+import redis
+from django.conf import settings
+from limits import RateLimitItemPerMinute, strategies
+from limits.storage import storage_from_string
+
+from annotate.models import ModelConfig
+
+_SLOTS_KEY = "model-quota:calls-now:{}"
+# Drop lapsed leases, then take a slot if one is free: KEYS[1] the set; ARGV: now, lapses_at, limit, token.
+_TAKE_SLOT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, first[2]}
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2]) - tonumber(ARGV[1])) + 60)
+return {1, ARGV[2]}
+"""
+WAIT_WHEN_FULL_SECONDS = 1.0  # how soon a call that found every slot taken asks again
+
+
+def _storage_uri() -> str:
+    url = settings.REDIS_URL
+    return "redis+unix://" + url.removeprefix("unix://") if url.startswith("unix://") else url
+
+
+@cache
+def _limiter() -> strategies.MovingWindowRateLimiter:
+    return strategies.MovingWindowRateLimiter(storage_from_string(_storage_uri()))
+
+
+@cache
+def _redis() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+def has_quota(config: ModelConfig) -> bool:
+    return bool(config.max_concurrent_requests or config.requests_per_minute or config.tokens_per_minute)
+
+
+@dataclass
+class Slot:
+    """A call's place in its model's quota: give it back with ``release`` (tokens charged there)."""
+
+    config: ModelConfig
+    token: str | None  # the concurrency lease, when the model has that quota
+
+    def release(self, *, tokens: int | None = None) -> None:
+        if self.token is not None:  # once: a call may give its slot back before its caller's `finally` does
+            _redis().zrem(_SLOTS_KEY.format(self.config.pk), self.token)
+            self.token = None
+        if tokens and self.config.tokens_per_minute:
+            # A window takes no more than it has left: a call that overran the minute fills it (no call starts
+            # until its oldest tokens age out), it does not fail to count.
+            tpm, key = RateLimitItemPerMinute(self.config.tokens_per_minute), str(self.config.pk)
+            left = _limiter().get_window_stats(tpm, "model-tpm", key).remaining
+            if left > 0:
+                _limiter().hit(tpm, "model-tpm", key, cost=min(tokens, left))
+
+
+def quota_take(config: ModelConfig) -> Slot | float:
+    """A slot for one call now, or the seconds to wait before asking again."""
+    if not has_quota(config):
+        return Slot(config, None)
+    limiter, key = _limiter(), str(config.pk)
+    if config.tokens_per_minute:
+        tpm = RateLimitItemPerMinute(config.tokens_per_minute)
+        if not limiter.test(tpm, "model-tpm", key):
+            return _until(limiter.get_window_stats(tpm, "model-tpm", key).reset_time)
+    token = None
+    if config.max_concurrent_requests:
+        token = uuid.uuid4().hex
+        now = time.time()
+        taken, lapses_at = _redis().eval(_TAKE_SLOT, 1, _SLOTS_KEY.format(config.pk), now,
+                                         now + config.time_limit + 30, config.max_concurrent_requests, token)
+        if not taken:
+            return min(WAIT_WHEN_FULL_SECONDS, max(0.05, float(lapses_at) - now))
+    if config.requests_per_minute:
+        rpm = RateLimitItemPerMinute(config.requests_per_minute)
+        if not limiter.hit(rpm, "model-rpm", key):
+            Slot(config, token).release()
+            return _until(limiter.get_window_stats(rpm, "model-rpm", key).reset_time)
+    return Slot(config, token)
+
+
+def quota_wait(config: ModelConfig, *, keep_alive=lambda: None) -> Slot:
+    """Wait in place for a slot (bench lanes), calling ``keep_alive`` between tries."""
+    while not isinstance(taken := quota_take(config), Slot):
+        keep_alive()
+        time.sleep(taken)
+    return taken
+
+
+def _until(reset_time: float) -> float:
+    return max(0.05, reset_time - time.time())
