@@ -155,6 +155,8 @@ def _files(batch: Batch, skipped: dict[str, str]) -> Iterator[_File]:
                                 ("fire", "data/sessions.fire.jsonl", "The same sessions as FIRE conversations "
                                  "(student = model, teacher = human)")):
             yield _File(path, what, lines=exports.build_export(batch, "sessions", fmt).stream)
+    yield from _table_files(batch, "costs", "costs", "Tokens and cost per model (the servers' usage, the models' "
+                            "prices) and the batch's budget")
     yield _File("instructions.md", "The instructions annotators saw at the top of every item (Markdown)",
                 ((batch.instructions or "_No instructions were set for this batch._").strip() + "\n").encode())
     yield _File("settings/prompts.json", "Prompt templates used for the models (defaults with the batch's changes)",

@@ -10,6 +10,7 @@
 | bench         | csv md tex json                 | InterFeedback-Bench Tables 1/2 (latest bench run) |
 | fire-fixed    | csv md tex json                 | FIRE Tables 2 and 3 (latest fixed-dialogue run)   |
 | fire-free     | csv md tex json                 | FIRE Tables 4 and 5 (latest free-dialogue run)    |
+| costs         | csv md tex json                 | tokens and cost per model, the batch's budget     |
 
 Sessions are large (299k sessions: minutes, hundreds of MB). Pages and the API export them as a background job
 (export_jobs.py, a Job row with progress and a file to download); their direct downloads are kept for small
@@ -27,6 +28,7 @@ from annotate.errors import ApplicationError, NotFound
 from annotate.models import Batch
 from evaluation import selectors
 from evaluation.bench import bench_paper_table, latest_run
+from evaluation.costs import costs_table
 from evaluation.exporters.plots import render_plot
 from evaluation.exporters.sessions import jsonl_lines
 from evaluation.exporters.table_image import render_table_image
@@ -48,6 +50,7 @@ EXPORTS: dict[str, tuple[str, ...]] = {
     "bench": TABLE_FORMATS,
     "fire-fixed": TABLE_FORMATS,
     "fire-free": TABLE_FORMATS,
+    "costs": TABLE_FORMATS,
 }
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
@@ -130,6 +133,8 @@ def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_
         table = bench_paper_table(latest_run(batch))
     elif name == "fire-ratings":
         table = fire_ratings_table(batch)
+    elif name == "costs":
+        table = costs_table(batch)
     else:
         table = _paper_table(batch, name, filters)
     if fmt in IMAGE_FORMATS:

@@ -41,6 +41,12 @@ def test_cost_per_model_from_usage_and_prices():
     assert free_row.cost is None and free_row.rounds_without_usage == 3 and free_row.model == "unpriced"
     assert batch_spent(batch) == Decimal("0.0135")
 
+    out = io.StringIO()  # the same figures exported as a table (also in the study bundle)
+    call_command("export_tables", "--batch", batch.name, "--table", "costs", "--format", "csv", stdout=out)
+    rows = out.getvalue().splitlines()
+    assert rows[0] == "Model,Calls,Calls without usage,Prompt tokens,Completion tokens,Cost"
+    assert rows[1:3] == ["Priced,3,0,3000,600,0.0135", "unpriced,3,3,0,0,-"]
+
 
 def test_a_reached_budget_starts_no_new_session_and_the_researcher_is_told(client, api_client, researcher):
     model = ModelConfigFactory(input_price_per_million=Decimal("1000"), output_price_per_million=Decimal("1000"))

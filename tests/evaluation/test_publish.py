@@ -142,7 +142,7 @@ def _check_bundle(archive: zipfile.ZipFile) -> None:
     names = set(archive.namelist())
     expected = {"README.md", "instructions.md", "settings/prompts.json", "settings/models.json",
                 "data/sessions.jsonl", "data/sessions.fire.jsonl"}
-    expected |= {f"tables/{stem}.{fmt}" for stem in ("table3_accuracy", "table4_correction")
+    expected |= {f"tables/{stem}.{fmt}" for stem in ("table3_accuracy", "table4_correction", "costs")
                  for fmt in ("csv", "md", "tex", "json")}
     expected |= {f"figures/{stem}.{fmt}" for stem in ("fig4_corrected_round_by_model",
                                                       "fig5_corrected_round_by_category") for fmt in ("png", "svg")}
