@@ -1,5 +1,7 @@
 import pytest
 
+from tests.fake_openai_server import serving
+
 
 @pytest.fixture(autouse=True)
 def in_memory_channel_layer(settings):
@@ -19,3 +21,10 @@ def session_and_cookie(annotator, simulated_model, no_dispatch):
     client = Client()
     client.force_login(annotator)
     return session, client.cookies["sessionid"].value
+
+
+@pytest.fixture
+def fake():
+    """A local OpenAI-compatible server (tests.fake_openai_server), speaking the real protocol."""
+    with serving() as server:
+        yield server

@@ -55,3 +55,16 @@ def db_counts() -> dict[str, int]:
 
     return {model.__name__: model.objects.count()
             for model in (Batch, Task, TaskImage, ImageBlob, WorkItem, Job, Conversation, Turn)}
+
+
+def api_import(api_client, zip_path: Path, **fields) -> Batch:
+    """POST /api/imports/ with the zip and form fields (as the client's user), run its job here; the batch."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotate.imports.jobs import import_job_run
+
+    response = api_client.post("/api/imports/", {"file": SimpleUploadedFile("t.zip", zip_path.read_bytes()),
+                                                 **fields}, format="multipart")
+    assert response.status_code == 202, response.json()
+    import_job_run(job_id=response.json()["job_id"])
+    return Batch.objects.get(name=fields["name"])

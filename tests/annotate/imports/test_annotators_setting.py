@@ -13,6 +13,7 @@ from annotate.imports.batches import batch_import, batch_settings_apply
 from annotate.imports.jobs import import_job_run
 from annotate.models import Batch, User
 from annotate.queue.services import assignment_next, nothing_to_serve, open_items_count
+from tests.annotate.imports.files import api_import
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = pytest.mark.django_db
@@ -96,11 +97,8 @@ def test_the_command_names_annotators_and_a_bad_name_writes_nothing(sample_zip):
 def test_the_api_and_the_form_take_annotators(api_client, client, admin_user, sample_zip, no_dispatch):
     annotators("anna", "bob")
     api_client.force_authenticate(admin_user)
-    response = api_client.post("/api/imports/", {"file": SimpleUploadedFile("t.zip", sample_zip.read_bytes()),
-                                                 "name": "via-api", "annotators": "bob"}, format="multipart")
-    assert response.status_code == 202, response.json()
-    import_job_run(job_id=response.json()["job_id"])
-    assert list(Batch.objects.get(name="via-api").annotators.values_list("username", flat=True)) == ["bob"]
+    batch = api_import(api_client, sample_zip, name="via-api", annotators="bob")
+    assert list(batch.annotators.values_list("username", flat=True)) == ["bob"]
 
     client.force_login(admin_user)
     page = client.get("/imports/new/").content.decode()

@@ -7,6 +7,7 @@ from django.core.management import call_command
 
 from annotate.imports.batches import batch_import
 from annotate.models import Batch, User
+from tests.annotate.imports.files import api_import
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -46,14 +47,7 @@ def test_unknown_or_non_researcher_names_are_errors_and_nothing_is_written(sampl
 
 
 def test_the_api_and_the_form_take_researchers(api_client, admin_user, sample_zip):
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    from annotate.imports.jobs import import_job_run
-
     researchers("rita")
     api_client.force_authenticate(admin_user)
-    response = api_client.post("/api/imports/", {"file": SimpleUploadedFile("t.zip", sample_zip.read_bytes()),
-                                                 "name": "via-api", "researchers": "rita"}, format="multipart")
-    assert response.status_code == 202, response.json()
-    import_job_run(job_id=response.json()["job_id"])
-    assert list(Batch.objects.get(name="via-api").members.values_list("username", flat=True)) == ["rita"]
+    batch = api_import(api_client, sample_zip, name="via-api", researchers="rita")
+    assert list(batch.members.values_list("username", flat=True)) == ["rita"]

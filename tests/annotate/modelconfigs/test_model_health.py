@@ -16,15 +16,8 @@ from annotate.sessions.services import round_retry
 from annotate.watch.selectors import batch_dashboard
 from tests.annotate.helpers import run_pending_round
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
-from tests.fake_openai_server import serving
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def fake():
-    with serving() as server:
-        yield server
 
 
 @pytest.fixture

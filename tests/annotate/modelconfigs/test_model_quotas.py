@@ -18,7 +18,6 @@ from annotate.queue.services import assignment_next
 from annotate.sessions import generation
 from tests.annotate.helpers import run_pending_round
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
-from tests.fake_openai_server import serving
 
 pytestmark = pytest.mark.django_db
 
@@ -94,12 +93,6 @@ def test_a_model_without_quotas_touches_no_redis(monkeypatch):
         patched.setattr(quotas, "_redis", lambda: pytest.fail("no Redis call for a model without quotas"))
         patched.setattr(quotas, "_limiter", lambda: pytest.fail("no Redis call for a model without quotas"))
         quotas.quota_take(config).release(tokens=500)
-
-
-@pytest.fixture
-def fake():
-    with serving() as server:
-        yield server
 
 
 def test_a_round_at_its_models_quota_waits_unclaimed_then_answers(limited, fake, no_dispatch):
