@@ -50,6 +50,11 @@ def round_failed(config: ModelConfig, error: str) -> bool:
         unavailable_since=timezone.now(), unavailable_reason=reason))
 
 
+def is_unavailable(config: ModelConfig) -> bool:
+    """Whether the breaker is open now (read fresh: a long bench run holds its ModelConfig for hours)."""
+    return _guarded(config) and ModelConfig.objects.filter(pk=config.pk, unavailable_since__isnull=False).exists()
+
+
 def probe_record(config: ModelConfig, *, latency_ms: int | None, error: str = "") -> None:
     """Keep a probe's outcome; one that answered closes the breaker and starts the count again."""
     changes: dict = {"probed_at": timezone.now(), "probe_latency_ms": latency_ms, "probe_error": error[:2000]}

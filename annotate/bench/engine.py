@@ -20,7 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotate.bench.fire_engine import FireLane
-from annotate.bench.lanes import LaneFailed, LaneLost, LanePaused, LeasedLane, ModelReply, call, lane_claim
+from annotate.bench.lanes import LaneFailed, LaneLost, LanePaused, LeasedLane, ModelReply, lane_claim
 from annotate.bench.prompts import PROVIDER_TEMPLATES, attempts_text
 from annotate.models import BenchAnswer, BenchLane, BenchRun, ModelConfig, Round, Session, Task
 from annotate.sessions.prompts import RoundTurn, conversation, format_options, round0_text, templates_for
@@ -90,8 +90,7 @@ class Lane(LeasedLane):
         images = self.images(task)
         messages = tuple(Message(role=role, content=(*images, text) if i == 0 and images else (text,))
                          for i, (role, text) in enumerate(turns))
-        self.keep_alive()
-        return call(config, messages, self.context(task, len(history), config.name))
+        return self.call(config, messages, self.context(task, len(history), config.name))
 
     def feedback(self, kind: str, provider: ModelConfig, task: Task, history: list[tuple[str, str]],
                  reference: str) -> tuple[str, ModelReply | None, list]:
@@ -108,11 +107,10 @@ class Lane(LeasedLane):
         images = self.images(task)
         messages = (Message(role="user", content=(*images, prompt) if images else (prompt,)),)
         context = self.context(task, len(history) - 1, f"{provider.name}:feedback")
-        self.keep_alive()
-        reply = call(provider, messages, context)
+        reply = self.call(provider, messages, context)
         stated = detect_stated_answers(reply.text, task.answer_type, task.options or ())
         if stated and self.run.regenerate_leaks and not reply.error:
-            again = call(provider, messages, context)  # once: feedback that states the answer inflates the rates
+            again = self.call(provider, messages, context)  # once: feedback that states the answer inflates the rates
             again_stated = detect_stated_answers(again.text, task.answer_type, task.options or ())
             if not again.error and len(again_stated) < len(stated):
                 reply, stated = again, again_stated

@@ -14,7 +14,7 @@ import re
 from django.db import transaction
 from django.db.models import F
 
-from annotate.bench.lanes import LaneFailed, LeasedLane, ModelReply, call
+from annotate.bench.lanes import LaneFailed, LeasedLane, ModelReply
 from annotate.models import BenchRun, Conversation, FireRunTurn, ModelConfig, Turn
 from models_runtime import ImagePart, Message, TaskContext
 
@@ -103,8 +103,7 @@ class FireLane(LeasedLane):
             messages.append(Message(role="assistant", content=(response,)))
             messages.append(Message(role="user", content=(self.templates["student_retry"].format(
                 feedback=teacher_feedback(feedback)),)))
-        self.keep_alive()
-        return self._checked(call(student, tuple(messages), self._context(conversation, student, len(history))),
+        return self._checked(self.call(student, tuple(messages), self._context(conversation, student, len(history))),
                              student, conversation)
 
     def teacher_turn(self, teacher: ModelConfig, conversation: Conversation, response: str, index: int,
@@ -112,8 +111,7 @@ class FireLane(LeasedLane):
         prompt = self.templates["teacher"].format(question=conversation.question.strip(),
                                                   answer=conversation.ground_truth, response=response.strip())
         images = self._image(conversation)
-        self.keep_alive()
-        return self._checked(call(teacher, (Message(role="user", content=(*images, prompt) if images else (prompt,)),),
+        return self._checked(self.call(teacher, (Message(role="user", content=(*images, prompt) if images else (prompt,)),),
                                   self._context(conversation, teacher, index, student)), teacher, conversation)
 
     @staticmethod

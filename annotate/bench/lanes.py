@@ -4,6 +4,7 @@ return their error instead of raising it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -11,7 +12,7 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from annotate import quotas
+from annotate import health, quotas
 from annotate.models import BenchLane, BenchRun, ModelConfig
 from models_runtime import GenerationSettings, Message, ModelRequest, TaskContext
 from models_runtime.base import ModelError
@@ -44,9 +45,15 @@ class ModelReply:
     latency_ms: int | None = None
 
 
-def call(config: ModelConfig, messages: tuple[Message, ...], context: TaskContext) -> ModelReply:
-    """One model call through models_runtime; a model error is kept as the reply's error, never raised."""
-    slot = quotas.quota_wait(config)  # the model's quota across workers, shared with people's rounds
+def call(config: ModelConfig, messages: tuple[Message, ...], context: TaskContext, *,
+         keep_alive: Callable[[], None] = lambda: None) -> ModelReply:
+    """One model call through models_runtime; a model error is kept as the reply's error, never raised.
+
+    The same guards as people's rounds: no request while the model's breaker is open, its failures and answers
+    counted toward the breaker, and its quota shared (``keep_alive`` renews the lane's lease while waiting)."""
+    if health.is_unavailable(config):
+        return ModelReply(text="", error=health.UNAVAILABLE_MESSAGE)
+    slot = quotas.quota_wait(config, keep_alive=keep_alive)
     try:
         backend = get_backend(config.backend, config.backend_settings)
         stream = backend.stream(ModelRequest(messages=messages, context=context,
@@ -55,10 +62,12 @@ def call(config: ModelConfig, messages: tuple[Message, ...], context: TaskContex
             pass
         result = stream.result
     except ModelError as error:
+        health.round_failed(config, str(error))
         return ModelReply(text="", error=str(error)[:2000])
     finally:
         slot.release()
     slot.release(tokens=(result.prompt_tokens or 0) + (result.completion_tokens or 0))
+    health.round_answered(config)
     return ModelReply(text=result.text, prompt_tokens=result.prompt_tokens,
                       completion_tokens=result.completion_tokens, latency_ms=round(result.latency * 1000))
 
@@ -74,6 +83,11 @@ class LeasedLane:
         """Renew the lease between model calls too: a chunk of slow real models can outlast it."""
         if time.monotonic() - self.renewed_at > lease().total_seconds() / 3:
             self.renew()
+
+    def call(self, config: ModelConfig, messages: tuple[Message, ...], context: TaskContext) -> ModelReply:
+        """A model call that keeps the lease, before it and while it waits for the model's quota."""
+        self.keep_alive()
+        return call(config, messages, context, keep_alive=self.keep_alive)
 
     def renew(self, calls: int = 0) -> None:
         """Keep the lease (and count calls); stop when the run was cancelled or the lane taken over."""
