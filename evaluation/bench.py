@@ -10,11 +10,18 @@ from evaluation.table import Cell, Table
 
 
 def latest_run(batch: Batch, protocol: str = BenchRun.Protocol.INTERFEEDBACK) -> BenchRun:
-    run = BenchRun.objects.filter(batch=batch, protocol=protocol).exclude(status=BenchRun.Status.FAILED).first()
-    if run is None:
-        raise NotFound(f"Batch {batch.name!r} has no {BenchRun.Protocol(protocol).label.split(':')[0]} run yet: "
-                       "start one (run_bench / run_fire, POST /api/bench-runs/).")
-    return run
+    """The batch's latest finished run of the protocol: its tables are what exports show. A run still going,
+    cancelled or failed, and a replay of one person's feedback (its own page), are never taken for it."""
+    runs = BenchRun.objects.filter(batch=batch, protocol=protocol, human_session__isnull=True)
+    label = BenchRun.Protocol(protocol).label.split(":")[0]
+    run = runs.filter(status=BenchRun.Status.DONE).first()
+    if run is not None:
+        return run
+    if (newest := runs.first()) is not None:
+        raise NotFound(f"Batch {batch.name!r} has no finished {label} run yet: the latest (#{newest.pk}) is "
+                       f"{newest.get_status_display().lower()}. Tables come from a finished run.")
+    raise NotFound(f"Batch {batch.name!r} has no {label} run yet: start one (run_bench / run_fire, "
+                   "POST /api/bench-runs/).")
 
 
 def bench_records(run: BenchRun) -> list[BenchTaskRecord]:

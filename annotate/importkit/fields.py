@@ -116,6 +116,26 @@ class Fields:
             return None
         return value
 
+    def recorded_answers(self, *, max_entries: int, entry: str) -> dict | None:
+        """``recorded_answers``: model name (1-64 characters) -> a list of 1..max_entries strings, what a replay
+        model plays back (``entry`` says what entry k is)."""
+        value = self.mapping("recorded_answers")
+        if not value:
+            return value
+        ok = True
+        for model, answers in value.items():
+            name = f"recorded_answers.{model}"
+            if not model.strip() or len(model) > 64:
+                self.problem(name, "model names must be 1–64 characters")
+                ok = False
+            elif not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+                self.problem(name, f"expected a list of answer strings ({entry})")
+                ok = False
+            elif not 1 <= len(answers) <= max_entries:
+                self.problem(name, f"has {len(answers)} answers; 1 to {max_entries} are allowed ({entry})")
+                ok = False
+        return value if ok else None
+
     def boolean(self, name: str, default: bool = False) -> bool | None:
         value = self.record.get(name)
         if value is None:

@@ -271,7 +271,8 @@ def batch_import(*, path, name: str, kind: str, dry_run: bool = False, update: b
     with gc_paused():
         plan = importer.validate(ctx)
     if plan is not None:
-        _recorded_answers_check(getattr(plan, "records", ()), clean, existing, report)
+        _recorded_answers_check(getattr(plan, "records", None) or getattr(plan, "conversations", ()), clean,
+                                existing, report)
         _category_order_plan(importer, plan, clean, existing, report)
     if plan is None and report.ok:
         report.add(None, None, "the file could not be read")
@@ -318,12 +319,15 @@ def _recorded_answers_check(records, clean: dict, existing: Batch | None, report
     unknown_anywhere: set[str] = set()
     for record in records:
         for key in record.recorded_answers or {}:
-            model = key.split(":")[0]  # "<model>:feedback": a bench provider's recorded feedback
-            if names is None:
-                unknown_anywhere.add(model)
-            elif model not in names:
-                report.add(record.line, f"recorded_answers.{key}",
-                           f"names no model of the batch; {whose}: {', '.join(sorted(names)) or 'none'}")
+            # "<model>:feedback": a bench provider's recorded feedback; "<teacher>@<student>": a FIRE teacher's
+            # feedback to that student
+            for model in key.split(":")[0].split("@"):
+                if names is None:
+                    unknown_anywhere.add(model)
+                elif model not in names:
+                    report.add(record.line, f"recorded_answers.{key}",
+                               f"names no model of the batch; {whose}: {', '.join(sorted(names)) or 'none'}")
+                    break
     if unknown_anywhere:
         known = set(ModelConfig.objects.filter(name__in=unknown_anywhere).values_list("name", flat=True))
         if unknown_anywhere - known:

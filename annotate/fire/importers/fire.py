@@ -131,6 +131,11 @@ class FirePlan:
     def has_changes(self) -> bool:
         return bool(self.new or self.changed)
 
+    @property
+    def conversations(self) -> list[ParsedConversation]:
+        """What this import writes (new and changed conversations)."""
+        return [*self.new, *(conv for _, conv in self.changed)]
+
 
 def _write(batch: Batch, plan: FirePlan) -> int:
     new, changed, prepared = plan.new, plan.changed, plan.images

@@ -24,7 +24,8 @@ from annotate.importkit.sources import fetch_remote_image
 MAX_TURNS = 200
 ROLE_KIND = {"student": "response", "teacher": "feedback"}
 KNOWN_FIELDS = frozenset(
-    {"id", "image", "img_path", "question", "groundtruth", "conversations", "source", "round", "score", "split"}
+    {"id", "image", "img_path", "question", "groundtruth", "conversations", "source", "round", "score", "split",
+     "recorded_answers"}
 )
 
 
@@ -52,6 +53,10 @@ class ParsedConversation:
     metadata: dict
     turns: list[ParsedTurn] = field(default_factory=list)
     content_hash: str = ""
+
+    @property
+    def recorded_answers(self) -> dict:
+        return self.metadata.get("recorded_answers") or {}
 
 
 def rateable_flags(roles: list[str]) -> list[bool]:
@@ -243,6 +248,10 @@ def parse_record(line: int, position: int, record: Any, images: ImageFinder, rep
     round_ = _round(fields)
     scores = _scores(fields, None if turns is None else sum(t.role == "teacher" for t in turns))
     metadata = extra_fields(fields, KNOWN_FIELDS, unknown, label="FIRE")
+    # What replay models play back in FIRE runs: a student's responses, or a teacher's feedback ("teacher" or
+    # "teacher@student"), turn by turn.
+    if recorded := fields.recorded_answers(max_entries=MAX_TURNS, entry="entry k is the model's turn k"):
+        metadata["recorded_answers"] = recorded
     if fields.failed:
         return None
     return ParsedConversation(line=line, position=position, question=question, ground_truth=ground_truth,

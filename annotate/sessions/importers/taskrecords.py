@@ -131,25 +131,6 @@ def _image_ref(f: Fields, name: str, value, *, allow_bytes: bool) -> ImageRef | 
     return ImageRef(name, "path:" + text, path=text)
 
 
-def _recorded_answers(f: Fields, max_rounds: int) -> dict | None:
-    value = f.mapping("recorded_answers")
-    if not value:
-        return value
-    ok = True
-    for model, answers in value.items():
-        name = f"recorded_answers.{model}"
-        if not model.strip() or len(model) > 64:
-            f.problem(name, "model names must be 1–64 characters")
-            ok = False
-        elif not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-            f.problem(name, "expected a list of answer strings (entry k is the answer in round k)")
-            ok = False
-        elif not 1 <= len(answers) <= max_rounds + 1:
-            f.problem(name, f"has {len(answers)} answers; rounds 0..{max_rounds} allow 1 to {max_rounds + 1}")
-            ok = False
-    return value if ok else None
-
-
 def task_record(raw: dict, line: int, report: ImportReport, *, max_rounds: int, unknown_seen: set[str],
                 unit: str = "line", labels: dict[str, str] | None = None, allow_bytes: bool = False,
                 warn_unknown: bool = True) -> TaskRecord | None:
@@ -179,7 +160,8 @@ def task_record(raw: dict, line: int, report: ImportReport, *, max_rounds: int, 
                 images.append(ref)
     source = f.text("source", required=False, max_len=200, allow_empty=True)
     metadata = f.mapping("meta")
-    recorded = _recorded_answers(f, max_rounds)
+    recorded = f.recorded_answers(max_entries=max_rounds + 1,
+                                  entry=f"entry k is the answer in round k, 0..{max_rounds}")
     is_gold = f.boolean("gold")
     if f.failed:
         return None
