@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
-from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from annotate.assignments import assignment_current
@@ -25,11 +23,14 @@ def home(request):
         .select_related("task", "model_config", "assignment")
         .order_by("-started_at")[:20]
     )
+    remaining = open_items_count(annotator=request.user)
+    # Nothing open: say why in place of "Start next item" (a finished share, or items others hold for now).
+    empty = nothing_to_serve(annotator=request.user) if current is None and not remaining else None
     return render(
         request,
         "annotate/home.html",
-        {"progress": {**annotator_progress(request.user), "remaining": open_items_count(annotator=request.user)},
-         "current": current, "recent": recent},
+        {"progress": {**annotator_progress(request.user), "remaining": remaining},
+         "current": current, "recent": recent, "empty": empty},
     )
 
 
@@ -43,11 +44,6 @@ def next_item(request):
 
 
 def home_saying_why_nothing(request):
-    """Back to the home page with why the queue had nothing: the share is finished, or others hold what is left."""
-    empty = nothing_to_serve(annotator=request.user)
-    if empty.state == "wait":
-        messages.info(request, gettext("The items left are being worked on by others right now. Please try again "
-                                       "in %(seconds)s seconds.") % {"seconds": empty.retry_after})
-    else:
-        messages.success(request, gettext("You have finished your share. Thank you!"))
+    """Back to the home page, which says why the queue had nothing: the share is finished, or others hold what is
+    left for now."""
     return redirect("home")

@@ -72,7 +72,7 @@ def test_a_users_chinese_wins_over_an_english_browser(client, annotator):
     annotator.save(update_fields=["language"])
     client.force_login(annotator)
     response = client.get(reverse("home"), HTTP_ACCEPT_LANGUAGE="en")
-    assert html_lang(response) == "zh-hans" and "开始下一个条目" in response.content.decode()
+    assert html_lang(response) == "zh-hans" and "我的任务" in response.content.decode()
 
 
 def test_the_chooser_switches_and_saves_the_choice(client, annotator):

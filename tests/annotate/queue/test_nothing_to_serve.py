@@ -61,3 +61,14 @@ def test_the_page_says_which(client, one_item):
     finish(holder)
     page = client.post(reverse("next-item"), follow=True).content.decode()
     assert "You have finished your share" in page and "being worked on by others" not in page
+
+
+def test_the_home_page_says_which_in_place_of_start_next_item(client, one_item):
+    holder = assignment_next(annotator=UserFactory())
+    waiting = UserFactory()
+    client.force_login(waiting)
+    page = client.get(reverse("home")).content.decode()  # before pressing anything
+    assert "being worked on by others" in page and "Start next item" not in page and ">Try again<" in page
+    finish(holder)
+    page = client.get(reverse("home")).content.decode()
+    assert "You have finished your share" in page and 'id="next-button"' not in page
