@@ -28,6 +28,9 @@ class RoundOutputSerializer(serializers.Serializer):
     verdict = serializers.BooleanField(allow_null=True)
     verdict_source = serializers.ChoiceField(choices=Round.VerdictSource.choices, allow_blank=True)
     error = serializers.CharField(allow_blank=True)
+    error_kind = serializers.ChoiceField(
+        choices=["", "timed_out", "worker_stopped", "unavailable", "model"], allow_blank=True,
+        help_text="Why the round failed: a fixed kind the page translates, or 'model' (the model's own error text)")
     latency_ms = serializers.IntegerField(allow_null=True)
     first_token_ms = serializers.IntegerField(allow_null=True)
 

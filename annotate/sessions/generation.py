@@ -22,6 +22,7 @@ from annotate.costs import batch_budget_update
 from annotate.models import Round, Session
 from annotate.sessions import realtime
 from annotate.sessions.completion import session_completed
+from annotate.sessions.failures import TIMED_OUT_MESSAGE
 from annotate.sessions.prompts import RoundTurn, conversation, round0_text, templates_for
 from annotate.sessions.selectors import session_snapshot, session_with_task, sessions_with_task
 from annotate.sessions.services import session_advance_after_verdict
@@ -58,7 +59,6 @@ class StreamBroke(Exception):
         self.error, self.text, self.seq = error, text, seq
 
 
-TIMED_OUT_MESSAGE = "The model took too long to answer."
 
 
 def round_claim(*, round_id: int, claim_token: str) -> bool:

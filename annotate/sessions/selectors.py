@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy
 from annotate.errors import NotFound
 from annotate.models import Assignment, Batch, Round, Session, Task, TaskImage, User
 from annotate.server.prepared import PreparedQuery
+from annotate.sessions.failures import failure_kind
 
 
 def sessions_with_task():
@@ -95,6 +96,7 @@ def round_payload(rnd: Round) -> dict:
         "verdict": rnd.final_verdict,
         "verdict_source": rnd.verdict_source,
         "error": rnd.error,
+        "error_kind": failure_kind(rnd.error),
         "latency_ms": rnd.latency_ms,
         "first_token_ms": rnd.first_token_ms,
     }

@@ -20,12 +20,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotate.models import Round, Session, User
+from annotate.sessions.failures import WORKER_STOPPED_MESSAGE
 from annotate.sessions.generation import publish_session
 from annotate.sessions.selectors import access_session
 
 logger = logging.getLogger(__name__)
 
-WORKER_STOPPED_MESSAGE = "The model worker stopped before the answer was complete. Your text is saved; press Retry."
 
 
 def _stale(now: datetime):

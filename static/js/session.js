@@ -29,6 +29,16 @@
   }
 
   function text(el, value) { el.textContent = value == null ? "" : String(value); }
+  // A failed round's message in the annotator's language: the fixed ones by their kind, the model's own error
+  // (as its server wrote it) under a translated sentence.
+  function failureMessage(round) {
+    const fixed = {
+      timed_out: gettext("The model took too long to answer."),
+      worker_stopped: gettext("The model worker stopped before the answer was complete. Your text is saved; press Retry."),
+      unavailable: gettext("The model is unavailable right now (it failed several times in a row); we'll retry shortly. Press Retry in a minute."),
+    }[round.error_kind];
+    return fixed || [gettext("The model call failed."), round.error].filter(Boolean).join(" ");
+  }
 
   function renderTask() {
     const task = state.task;
@@ -119,7 +129,7 @@
       : gettext("Expired: this item was left unfinished for too long and went back to the pool."));
     $("reveal-help").hidden = !(s === "awaiting_feedback" && state.next_round === state.max_rounds);
     text($("round-progress"), roundProgress());
-    if (s === "failed" && last) text($("retry-message"), last.error || gettext("The model call failed."));
+    if (s === "failed" && last) text($("retry-message"), failureMessage(last));
     if (s === "awaiting_feedback") {
       const label = state.next_round === state.max_rounds
         ? fmt(gettext("Round %(round)s (last): the correct answer is shown above and will be given to the model with your feedback"), {round: state.next_round})

@@ -41,3 +41,19 @@ def test_the_chooser_switches_the_page_and_the_script(page, asgi_server, annotat
     expect(page.locator("#language-submit")).to_have_text("切换语言")
     annotator.refresh_from_db()
     assert annotator.language == "zh-hans"
+
+
+def test_a_failed_rounds_message_is_in_the_annotators_language(page, asgi_server, no_dispatch):
+    # The snapshot is built by a worker in no one's language: the page translates the failure by its kind.
+    from annotate.models import Round, Session
+    from annotate.sessions.failures import WORKER_STOPPED_MESSAGE
+
+    user = UserFactory(username="li", language="zh-hans")
+    model = ModelConfigFactory(name="lang-sim-3", backend_settings={"chunk_delay": 0})
+    session = assignment_next(annotator=user, batch=make_batch(models=[model])).session
+    session.rounds.update(generation_status=Round.Generation.FAILED, error=WORKER_STOPPED_MESSAGE)
+    Session.objects.filter(pk=session.pk).update(status=Session.Status.FAILED)  # what the stall reaper leaves
+
+    login(page, asgi_server, user.username)
+    page.goto(f"{asgi_server}/annotate/sessions/{session.id}/")
+    expect(page.locator("#retry-message")).to_have_text("模型 worker 在回答完成前停止了。你的文字已保存；请按“重试”。")
