@@ -25,6 +25,8 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,40 +97,57 @@ def worker_cpu(procs) -> dict[str, float]:
             "whole machine": seconds["whole machine"]}
 
 
-def main() -> None:
-    args = parse_args()
-    if not args.database_url:
+@contextmanager
+def scratch_run_environment(database_url: str | None, name: str) -> Iterator[tuple[dict, Path, list]]:
+    """A scratch database ``<name>`` suffixed, an embedded Redis and the app configured for them; yields (the
+    environment for worker processes, the var dir, the list to add processes to), then tears all of it down."""
+    if not database_url:
         sys.exit("Set DATABASE_URL (postgres://postgres@127.0.0.1:5432/postgres) or pass --database-url")
-    var_dir = ROOT / "var" / "benchrun_bench"
+    var_dir = ROOT / "var" / name
     (var_dir / "logs").mkdir(parents=True, exist_ok=True)
-    database_url, scratch = scratch_database(args.database_url, False, suffix="_benchrun_bench")
-    env = configure(database_url, var_dir)
+    scratch_url, scratch = scratch_database(database_url, False, suffix=f"_{name}")
+    env = configure(scratch_url, var_dir)
     procs: list[subprocess.Popen] = []
     try:
         from django.conf import settings
 
-        from annotate.bench import services
-        from annotate.models import Batch, BenchRun, Round
         from annotate.server import embedded_redis
-        from evaluation.bench import bench_paper_table
 
         embedded_redis.ensure_running(settings.VAR_DIR)
+        yield env, var_dir, procs
+    finally:
+        tear_down(procs, var_dir, database_url, scratch)
+
+
+def wait_for_run(run, procs) -> tuple[float, str]:
+    """Wait for the run to end (exit unless it is done); (its seconds, the CPU split while it ran)."""
+    from annotate.models import BenchRun
+
+    before, start = worker_cpu(procs), time.perf_counter()
+    while run.status in (BenchRun.Status.QUEUED, BenchRun.Status.RUNNING):
+        time.sleep(0.2)
+        run.refresh_from_db()
+    elapsed = time.perf_counter() - start
+    if run.status != BenchRun.Status.DONE:
+        sys.exit(f"the run ended {run.status}: {run.error}")
+    return elapsed, cpu_shares(before, worker_cpu(procs), elapsed)
+
+
+def main() -> None:
+    args = parse_args()
+    with scratch_run_environment(args.database_url, "benchrun_bench") as (env, var_dir, procs):
+        from annotate.bench import services
+        from annotate.models import Batch, Round
+        from evaluation.bench import bench_paper_table
+
         receivers, providers = create_data(args)
         procs.append(start_bench_worker(env, var_dir, args.concurrency))
         print(f"{args.tasks:,} tasks x {len(receivers)} receivers x {len(providers)} providers x 2 feedback kinds, "
               f"up to 3 rounds; {args.lanes} lanes on {args.concurrency} worker processes; {os.cpu_count()} CPUs",
               flush=True)
-        before = worker_cpu(procs)
-        start = time.perf_counter()
         run = services.bench_run_create(batch=Batch.objects.get(name="bench-run"), receivers=receivers,
                                         providers=providers, lanes=args.lanes)
-        while run.status in (BenchRun.Status.QUEUED, BenchRun.Status.RUNNING):
-            time.sleep(0.2)
-            run.refresh_from_db()
-        elapsed = time.perf_counter() - start
-        after = worker_cpu(procs)
-        if run.status != BenchRun.Status.DONE:
-            sys.exit(f"the run ended {run.status}: {run.error}")
+        elapsed, cpu = wait_for_run(run, procs)
         table_start = time.perf_counter()
         table = bench_paper_table(run)
         table_s = time.perf_counter() - table_start
@@ -140,10 +159,8 @@ def main() -> None:
               "rounds")
         print(f"{model_rounds / elapsed:,.0f} model rounds/s ({model_rounds:,} in {elapsed:.1f} s); "
               f"{progress['model_calls'] / elapsed:,.0f} model calls/s")
-        print(f"CPU: {cpu_shares(before, after, elapsed)}")
+        print(f"CPU: {cpu}")
         print(f"time to the first table: {table_s * 1000:.0f} ms after the run ({len(table.rows)} receivers)")
-    finally:
-        tear_down(procs, var_dir, args.database_url, scratch)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,8 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_run import start_bench_worker, worker_cpu  # noqa: E402
-from benchmarks.queue_load import configure, cpu_shares, scratch_database, tear_down  # noqa: E402
+from benchmarks.bench_run import scratch_run_environment, start_bench_worker, wait_for_run  # noqa: E402
 
 SOURCES = ["chartqa", "seedbench", "mathverse", "docvqa"]
 
@@ -68,48 +66,27 @@ def create_data(n: int):
 
 def main() -> None:
     args = parse_args()
-    if not args.database_url:
-        sys.exit("Set DATABASE_URL (postgres://postgres@127.0.0.1:5432/postgres) or pass --database-url")
-    var_dir = ROOT / "var" / "firerun_bench"
-    (var_dir / "logs").mkdir(parents=True, exist_ok=True)
-    database_url, scratch = scratch_database(args.database_url, False, suffix="_firerun_bench")
-    env = configure(database_url, var_dir)
-    procs: list[subprocess.Popen] = []
-    try:
-        from django.conf import settings
-
+    with scratch_run_environment(args.database_url, "firerun_bench") as (env, var_dir, procs):
         from annotate.bench import services
-        from annotate.models import BenchRun, FireRunTurn
-        from annotate.server import embedded_redis
+        from annotate.models import FireRunTurn
         from evaluation.fire.runs import free_tables
 
-        embedded_redis.ensure_running(settings.VAR_DIR)
         batch = create_data(args.conversations)
         procs.append(start_bench_worker(env, var_dir, args.concurrency))
         print(f"{args.conversations:,} FIRE conversations, 1 student x 1 teacher, free dialogues (n_max 5); "
               f"{args.lanes} lanes on {args.concurrency} worker processes; {os.cpu_count()} CPUs", flush=True)
-        before = worker_cpu(procs)
-        start = time.perf_counter()
         run = services.fire_run_create(batch=batch, protocol="fire_free", students="student", teachers="teacher",
                                        lanes=args.lanes)
-        while run.status in (BenchRun.Status.QUEUED, BenchRun.Status.RUNNING):
-            time.sleep(0.2)
-            run.refresh_from_db()
-        elapsed = time.perf_counter() - start
-        after = worker_cpu(procs)
-        if run.status != BenchRun.Status.DONE:
-            sys.exit(f"the run ended {run.status}: {run.error}")
+        elapsed, cpu = wait_for_run(run, procs)
         table_start = time.perf_counter()
         table4, table5 = free_tables(run)
         table_s = time.perf_counter() - table_start
         turns = FireRunTurn.objects.filter(run=run).count()
         print(f"dialogues: {args.conversations:,} · turns written: {turns:,}")
         print(f"{args.conversations / elapsed:,.0f} dialogues/s ({elapsed:.1f} s); {turns / elapsed:,.0f} turns/s")
-        print(f"CPU: {cpu_shares(before, after, elapsed)}")
+        print(f"CPU: {cpu}")
         print(f"time to the tables: {table_s * 1000:.0f} ms after the run (Table 4: {table4.rows[0][3:]}; "
               f"Table 5: {len(table5.rows)} sources)")
-    finally:
-        tear_down(procs, var_dir, args.database_url, scratch)
 
 
 if __name__ == "__main__":

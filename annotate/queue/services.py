@@ -373,10 +373,6 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
     return assignment
 
 
-
-
-
-
 def open_items_count(*, annotator: User) -> int:
     """How many items the annotator could still be served (for the progress line)."""
     return _open_items(annotator, None).count()
