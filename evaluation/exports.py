@@ -147,8 +147,7 @@ def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_
     if name == "bench":
         table = bench_paper_table(latest_run(batch))
     elif name in FIRE_RATING_EXPORTS:
-        what, by = FIRE_RATING_EXPORTS[name]
-        table = FIRE_TABLES[what](batch, by=by)
+        table = fire_rating_table(batch, name)
     elif name == "costs":
         table = costs_table(batch)
     else:
@@ -156,6 +155,12 @@ def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_
     if fmt in IMAGE_FORMATS:
         return Export(filename, content_type, render_table_image(table, fmt))
     return Export(filename, content_type, render(table, fmt).encode())
+
+
+def fire_rating_table(batch: Batch, name: str) -> Table:
+    """One of FIRE_RATING_EXPORTS as a Table (the bundle renders it once into every format)."""
+    what, by = FIRE_RATING_EXPORTS[name]
+    return FIRE_TABLES[what](batch, by=by)
 
 
 def render_tables(tables: list[Table], fmt: str) -> str:
