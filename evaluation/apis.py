@@ -161,7 +161,10 @@ class BatchTableExportApi(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("name", str, OpenApiParameter.PATH, enum=[n for n in exports.EXPORTS if n != "sessions"],
-                             description="accuracy (Table 3), correction (Table 4), fig4, fig5, fire-ratings"),
+                             description="accuracy (Table 3), correction (Table 4), fig4, fig5, fire-ratings (FIRE "
+                                         "Table A1), fire-summary-split|source|turn, fire-agreement, fire-kappa, "
+                                         "fire-disagreements (FIRE rating batches), bench, fire-fixed, fire-free, "
+                                         "costs"),
             OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=["csv", "md", "tex", "json", "png", "svg"],
                              description="Tables: csv md tex json png svg; figures: png svg"),
             *FILTER_PARAMETERS,

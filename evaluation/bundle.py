@@ -39,6 +39,18 @@ RUN_TABLES = (
     ("fire-fixed", "fire_tables_2_3", "FIRE Tables 2 and 3 (latest fixed-dialogue run)"),
     ("fire-free", "fire_tables_4_5", "FIRE Tables 4 and 5 (latest free-dialogue run)"),
 )
+# A FIRE rating batch's tables (evaluation.exports.FIRE_RATING_EXPORTS), as on its report page.
+FIRE_RATING_TABLES = (
+    ("fire-ratings", "fire_table_a1_ratings", "FIRE Table A1: mean rating of feedback and of responses per split, "
+                                              "95% bootstrap CIs"),
+    ("fire-summary-split", "fire_ratings_by_split", "Mean FIRE ratings with 95% CIs per split and turn kind"),
+    ("fire-summary-source", "fire_ratings_by_source", "Mean FIRE ratings with 95% CIs per source and turn kind"),
+    ("fire-summary-turn", "fire_ratings_by_turn", "Mean FIRE ratings with 95% CIs per turn index"),
+    ("fire-agreement", "fire_agreement", "Inter-rater agreement: Krippendorff's alpha (ordinal and interval) and "
+                                         "mean pairwise kappa, for the batch and per source"),
+    ("fire-kappa", "fire_kappa", "Pairwise quadratic-weighted Cohen's kappa per rater pair"),
+    ("fire-disagreements", "fire_disagreements", "The 20 turns with the largest rater disagreement"),
+)
 FIGURES = (
     ("fig4", "fig4_corrected_round_by_model", "Fig. 4: round in which sessions were corrected, per model"),
     ("fig5", "fig5_corrected_round_by_category", "Fig. 5: the same per category (panels in the batch's order)"),
@@ -117,6 +129,30 @@ def _table_files(batch: Batch, name: str, stem: str, what: str) -> Iterator[_Fil
         yield _File(f"tables/{stem}.{fmt}", f"{what} ({fmt})", exports.build_export(batch, name, fmt).read())
 
 
+def _fire_rating_files(batch: Batch, skipped: dict[str, str]) -> Iterator[_File]:
+    """Each table built once and rendered in every format: bootstrap CIs and alpha are the slow part, and the
+    exports' fixed seed makes each file the same as its single download."""
+    missing: dict[str, list[str]] = {}  # why -> what is missing (no ratings yet: every table, for one reason)
+    why_no_ratings = ""
+    for name, stem, what in FIRE_RATING_TABLES:
+        try:
+            table = exports.fire_rating_table(batch, name)
+        except ApplicationError as reason:
+            missing.setdefault(reason.message, []).append(f"tables/{stem}.*")
+            why_no_ratings = why_no_ratings or reason.message
+            continue
+        for fmt in TABLE_FORMATS:
+            yield _File(f"tables/{stem}.{fmt}", f"{what} ({fmt})", render(table, fmt).encode())
+    ratings = fire_ratings_long(batch)
+    if ratings.rows:
+        yield _File("data/ratings.csv", "Every rating in long format (conversation, turn, annotator, score)",
+                    render(ratings, "csv").encode())
+    else:  # the rows Table A1 counts, so it has said why
+        missing.setdefault(why_no_ratings, []).append("data/ratings.csv")
+    for reason, paths in missing.items():
+        skipped[", ".join(paths)] = reason
+
+
 def _files(batch: Batch, skipped: dict[str, str]) -> Iterator[_File]:
     """Every file but README.md, in the order of the README. Anything a batch cannot have is noted in ``skipped``."""
     if batch.kind == Batch.Kind.INTERFEEDBACK:
@@ -131,13 +167,7 @@ def _files(batch: Batch, skipped: dict[str, str]) -> Iterator[_File]:
             continue
         yield from files
     if batch.kind == Batch.Kind.FIRE:
-        try:
-            yield from _table_files(batch, "fire-ratings", "fire_table_a1_ratings",
-                                    "FIRE Table A1: mean rating of feedback and of responses")
-            yield _File("data/ratings.csv", "Every rating in long format (conversation, turn, annotator, score)",
-                        render(fire_ratings_long(batch), "csv").encode())
-        except ApplicationError as reason:
-            skipped["tables/fire_table_a1_ratings.*, data/ratings.csv"] = reason.message
+        yield from _fire_rating_files(batch, skipped)
     if batch.kind == Batch.Kind.PREFERENCE:  # its report sits above the export jobs (pyproject's layers)
         skipped["tables/preference_*"] = ("the preference tables are downloaded from the batch's preference report "
                                           f"(/research/batches/{batch.id}/preferences/)")

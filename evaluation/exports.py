@@ -6,6 +6,10 @@
 | correction    | csv md tex json png svg         | Table 4                                           |
 | fig4 / fig5   | png svg                         | corrected-round distribution per model / category |
 | fire-ratings  | csv md tex json                 | FIRE Table A1 (mean ratings of feedback/responses)|
+| fire-summary-split, -source, -turn | csv md tex json | FIRE mean ratings, 95% CIs, per split/source/turn |
+| fire-agreement | csv md tex json                | Krippendorff's alpha (ordinal, interval), kappa   |
+| fire-kappa    | csv md tex json                 | pairwise quadratic-weighted kappa                 |
+| fire-disagreements | csv md tex json            | the 20 turns raters disagree on most              |
 | sessions      | jsonl fire                      | one JSON line per session / FIRE conversations    |
 | bench         | csv md tex json                 | InterFeedback-Bench Tables 1/2 (latest bench run) |
 | fire-fixed    | csv md tex json                 | FIRE Tables 2 and 3 (latest fixed-dialogue run)   |
@@ -34,18 +38,29 @@ from evaluation.exporters.sessions import jsonl_lines
 from evaluation.exporters.table_image import render_table_image
 from evaluation.exporters.tables import render
 from evaluation.filters import NO_FILTERS, ReportFilters
-from evaluation.fire.reports import fire_ratings_table
+from evaluation.fire.reports import FIRE_TABLES
 from evaluation.fire.runs import fire_run_tables
 from evaluation.table import Table
 
 TABLE_FORMATS = ("csv", "md", "tex", "json")
 IMAGE_FORMATS = ("png", "svg")
+# A FIRE rating batch's tables: export name -> (`export_fire --what`, `--by`), so each file is byte for byte what
+# that command and the FIRE report page's own links write.
+FIRE_RATING_EXPORTS: dict[str, tuple[str, str]] = {
+    "fire-ratings": ("table-a1", "split"),
+    "fire-summary-split": ("summary", "split"),
+    "fire-summary-source": ("summary", "source"),
+    "fire-summary-turn": ("summary", "turn"),
+    "fire-agreement": ("agreement", "split"),
+    "fire-kappa": ("kappa", "split"),
+    "fire-disagreements": ("disagreements", "split"),
+}
 EXPORTS: dict[str, tuple[str, ...]] = {
     "accuracy": TABLE_FORMATS + IMAGE_FORMATS,
     "correction": TABLE_FORMATS + IMAGE_FORMATS,
     "fig4": IMAGE_FORMATS,
     "fig5": IMAGE_FORMATS,
-    "fire-ratings": TABLE_FORMATS,
+    **dict.fromkeys(FIRE_RATING_EXPORTS, TABLE_FORMATS),
     "sessions": ("jsonl", "fire"),
     "bench": TABLE_FORMATS,
     "fire-fixed": TABLE_FORMATS,
@@ -125,14 +140,14 @@ def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_
         if not counts:
             raise ApplicationError("No counted sessions to plot yet (for these filters).", code="no_sessions")
         return Export(filename, content_type, render_plot(name, counts, fmt, **selectors.layout(batch, counts)))
-    # FIRE Table A1 is built by evaluation.fire.reports (it raises a clear error for a batch without final ratings).
+    # FIRE rating tables are built by evaluation.fire.reports (a clear error for a batch without final ratings).
     if name in ("fire-fixed", "fire-free"):
         tables = fire_run_tables(latest_run(batch, protocol=name.replace("-", "_")))
         return Export(filename, content_type, render_tables(tables, fmt).encode())
     if name == "bench":
         table = bench_paper_table(latest_run(batch))
-    elif name == "fire-ratings":
-        table = fire_ratings_table(batch)
+    elif name in FIRE_RATING_EXPORTS:
+        table = fire_rating_table(batch, name)
     elif name == "costs":
         table = costs_table(batch)
     else:
@@ -140,6 +155,12 @@ def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_
     if fmt in IMAGE_FORMATS:
         return Export(filename, content_type, render_table_image(table, fmt))
     return Export(filename, content_type, render(table, fmt).encode())
+
+
+def fire_rating_table(batch: Batch, name: str) -> Table:
+    """One of FIRE_RATING_EXPORTS as a Table (the bundle renders it once into every format)."""
+    what, by = FIRE_RATING_EXPORTS[name]
+    return FIRE_TABLES[what](batch, by=by)
 
 
 def render_tables(tables: list[Table], fmt: str) -> str:

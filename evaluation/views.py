@@ -142,7 +142,8 @@ def download_links(batch, querystring: str) -> list[dict]:
     return [
         {"name": name, "links": [(fmt, _export_url(batch.id, name, fmt, querystring)) for fmt in formats]}
         for name, formats in exports.EXPORTS.items()
-        if ((name in ("fire-ratings", "sessions")) if batch.kind == batch.Kind.FIRE else name != "fire-ratings")
+        if ((name in exports.FIRE_RATING_EXPORTS or name == "sessions") if batch.kind == batch.Kind.FIRE
+            else name not in exports.FIRE_RATING_EXPORTS)
     ]
 
 

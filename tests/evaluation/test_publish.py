@@ -21,6 +21,7 @@ from annotate.models import Job, ModelConfig, User
 from evaluation import bundle, export_jobs, exports, selectors, services
 from evaluation.exporters.plots import corrected_round_by_category_figure, corrected_round_by_model_figure
 from tests.evaluation.builders import sessions_from_counts
+from tests.evaluation.fire.test_fire_reports import rate_all
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = pytest.mark.django_db
@@ -188,6 +189,37 @@ def test_the_command_writes_the_bundle(batch, tmp_path):
     _check_bundle(zipfile.ZipFile(out))
     with pytest.raises(CommandError, match="No batch named 'nope'"):
         call_command("export_bundle", "--batch", "nope", "--out", str(tmp_path / "x.zip"))
+
+
+FIRE_STEMS = ("fire_table_a1_ratings", "fire_ratings_by_split", "fire_ratings_by_source", "fire_ratings_by_turn",
+              "fire_agreement", "fire_kappa", "fire_disagreements")
+
+
+def test_a_fire_bundle_holds_every_table_of_its_report_each_as_downloaded_alone(fire_batch, raters):
+    rate_all(raters)
+    buffer = io.BytesIO()
+    summary = bundle.bundle_write(fire_batch, buffer)
+    archive = zipfile.ZipFile(buffer)
+    expected = {"README.md", "instructions.md", "settings/prompts.json", "settings/models.json", "data/ratings.csv"}
+    expected |= {f"tables/{stem}.{fmt}" for stem in (*FIRE_STEMS, "costs") for fmt in ("csv", "md", "tex", "json")}
+    assert set(archive.namelist()) == expected
+    readme = archive.read("README.md").decode()
+    assert all(f"| {name} |" in readme for name in expected - {"README.md"})
+    for name, stem, _ in bundle.FIRE_RATING_TABLES:
+        for fmt in ("csv", "md", "tex", "json"):
+            assert archive.read(f"tables/{stem}.{fmt}") == _export(fire_batch, name, fmt).encode(), (stem, fmt)
+    assert "Krippendorff" in readme and "tables/fire_tables_4_5.*" in summary.skipped
+    assert not any(path.startswith("tables/fire_") and "rating" in path for path in summary.skipped)
+
+
+def test_a_fire_bundle_without_ratings_says_why_its_tables_are_missing(fire_batch):
+    buffer = io.BytesIO()
+    summary = bundle.bundle_write(fire_batch, buffer)
+    archive = zipfile.ZipFile(buffer)
+    assert not any(name.startswith("tables/fire_") or name == "data/ratings.csv" for name in archive.namelist())
+    missing = ", ".join(f"tables/{stem}.*" for stem in FIRE_STEMS) + ", data/ratings.csv"
+    assert summary.skipped[missing] == "Batch 'fire-sample' has no final FIRE ratings to report yet."
+    assert f"- {missing}: Batch 'fire-sample' has no final FIRE ratings" in archive.read("README.md").decode()
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ ALL_FORMATS = sorted({fmt for formats in exports.EXPORTS.values() for fmt in for
 
 class Command(BaseCommand):
     help = (
-        "Export a batch's Table 3 (accuracy), Table 4 (correction), Fig. 4/5 (fig4, fig5), FIRE ratings or "
-        "sessions. Reads the outcome counters (recount first with recompute_outcomes if in doubt)."
+        "Export a batch's Table 3 (accuracy), Table 4 (correction), Fig. 4/5 (fig4, fig5), FIRE rating tables (fire-*), "
+        "runs, costs or sessions. Reads the outcome counters (recount first with recompute_outcomes if in doubt)."
     )
 
     def add_arguments(self, parser):

@@ -1,11 +1,15 @@
 """The live study dashboard: its numbers on a batch with finished, under-way and skipped items, a failed model call
 and a leak warning; who may see it (page, API, WebSocket); and pushes over the WebSocket when work is finished."""
 
+import json
+
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.urls import path, reverse
 
 from annotate.assignments import assignment_skip
@@ -94,3 +98,20 @@ def test_the_socket_pushes_fresh_numbers_and_refuses_others(settings, researcher
         assert not connected and code == CLOSE_NOT_ALLOWED
 
     async_to_sync(scenario)()
+
+
+@pytest.mark.django_db
+def test_the_command_prints_what_the_api_gives(api_client, study, researcher, capsys):
+    api_client.force_authenticate(researcher)
+    api = api_client.get(reverse("api-batch-dashboard", args=[study.id])).json()
+    call_command("dashboard", "--batch", study.name, "--json")
+    printed = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in printed.items() if k != "generated_at"} == {
+        k: v for k, v in api.items() if k != "generated_at"}
+    call_command("dashboard", "--batch", study.name)
+    text = capsys.readouterr().out
+    assert "Progress: needed 4, done 1, in progress 1, left 2" in text
+    assert "ETA 6:00:00" in text and "annotators working now: 1" in text
+    assert "  Model A\t" in text and "image does not load\t1" in text and "Leak warnings: 1" in text
+    with pytest.raises(CommandError, match="No batch named 'nope'"):
+        call_command("dashboard", "--batch", "nope")

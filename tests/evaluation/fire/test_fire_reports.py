@@ -191,11 +191,13 @@ def test_export_command_writes_every_export(rated, tmp_path, capsys):
         assert "|" in capsys.readouterr().out
 
 
-def test_study_bundle_of_a_fire_batch_holds_table_a1_and_the_ratings(rated):
+def test_study_bundle_of_a_fire_batch_holds_its_tables_and_the_ratings(rated):
     buffer = io.BytesIO()
     summary = bundle_write(rated, buffer)
     archive = zipfile.ZipFile(buffer)
-    assert {f"tables/fire_table_a1_ratings.{fmt}" for fmt in ("csv", "md", "tex", "json")} <= set(archive.namelist())
+    assert {f"tables/{stem}.{fmt}" for stem in ("fire_table_a1_ratings", "fire_ratings_by_source", "fire_agreement",
+                                                "fire_kappa", "fire_disagreements")
+            for fmt in ("csv", "md", "tex", "json")} <= set(archive.namelist())
     assert not any(name.startswith(("figures/", "data/sessions")) for name in archive.namelist())
     assert "4.27" in archive.read("tables/fire_table_a1_ratings.md").decode()
     ratings = list(csv.DictReader(io.StringIO(archive.read("data/ratings.csv").decode())))
