@@ -25,7 +25,10 @@ class BenchRunSerializer(serializers.Serializer):
     lanes = serializers.IntegerField()
     provider_sees_ground_truth = serializers.BooleanField()
     regenerate_leaks = serializers.BooleanField()
-    prompts = serializers.JSONField(help_text="The prompt templates each role was given")
+    prompts = serializers.JSONField(help_text="The prompt templates each role was given (FIRE runs: and each "
+                                              "model's generation settings)")
+    ignored_ids = serializers.ListField(child=serializers.CharField(),
+                                        help_text="FIRE: conversation ids the run's tables leave out")
     message = serializers.CharField()
     error = serializers.CharField()
     progress = serializers.SerializerMethodField()
@@ -70,6 +73,9 @@ class BenchRunListApi(APIView):
         n_max = serializers.IntegerField(default=5, min_value=1, max_value=20, help_text="FIRE free dialogues")
         threshold = serializers.IntegerField(default=8, min_value=0, max_value=10, help_text="FIRE free dialogues")
         baseline = serializers.CharField(default="", allow_blank=True, help_text="FIRE: the student whose AT is 1")
+        ignored_ids = serializers.ListField(
+            child=serializers.CharField(), default=list,
+            help_text="FIRE: conversation ids the run's tables leave out (FIRE's data/ignore_ids.json)")
         provider_prompt = serializers.CharField(required=False, allow_blank=True,
                                                 help_text="Replaces the provider's template ({question}, "
                                                           "{options}, {attempts}, {reference})")
@@ -90,7 +96,7 @@ class BenchRunListApi(APIView):
         values = data.validated_data
         batch = selectors.readable_batch(request.user, name=values.pop("batch"))
         protocol = values.pop("protocol")
-        fire = {key: values.pop(key) for key in ("n_max", "threshold", "baseline")}
+        fire = {key: values.pop(key) for key in ("n_max", "threshold", "baseline", "ignored_ids")}
         if protocol == BenchRun.Protocol.INTERFEEDBACK:
             run = services.bench_run_create(batch=batch, created_by=request.user, **values)
         else:

@@ -10,13 +10,15 @@ teacher's "Score: N / Feedback: ..." texts, one per turn.
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 
 from django.db import transaction
 from django.db.models import F
 
 from annotate.bench.lanes import LaneFailed, LeasedLane, ModelReply
+from annotate.errors import ApplicationError
 from annotate.models import BenchRun, Conversation, FireRunTurn, ModelConfig, Turn
-from models_runtime import ImagePart, Message, TaskContext
+from models_runtime import GenerationSettings, ImagePart, Message, ModelError, TaskContext
 
 CHUNK = 200  # conversations per transaction
 
@@ -30,6 +32,23 @@ FIRE_TEMPLATES = {
         "Score: <0-10>\nFeedback: <your feedback>"
     ),
 }
+
+
+def fire_run_prompts(students: list[ModelConfig], teachers: list[ModelConfig]) -> dict:
+    """What a FIRE run stores as its prompts: the templates, and each model's generation settings as the run
+    starts (defaults filled in, as the backend receives them), so prompts.json says how every turn was made
+    even after a model's settings are edited."""
+
+    def settings(model: ModelConfig) -> dict:
+        try:
+            return asdict(GenerationSettings.from_dict(model.generation))
+        except ModelError as error:  # refused now rather than failing at the run's first call
+            raise ApplicationError(f"Model {model.name!r}: {error}", code="bench_models") from None
+
+    return {"fire": dict(FIRE_TEMPLATES),
+            "generation": {"students": {m.name: settings(m) for m in students},
+                           "teachers": {m.name: settings(m) for m in teachers}}}
+
 
 _SCORE = re.compile(r"score\s*[:：]\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 _FEEDBACK = re.compile(r"feedback\s*[:：]\s*(.*)", re.IGNORECASE | re.DOTALL)

@@ -11,7 +11,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotate import queue_contract
-from annotate.bench.fire_engine import FIRE_TEMPLATES
+from annotate.bench.fire_engine import fire_run_prompts
 from annotate.bench.prompts import PROVIDER_TEMPLATES
 from annotate.errors import ApplicationError, Conflict
 from annotate.models import Batch, BenchLane, BenchRun, ModelConfig, Session, Task, User
@@ -85,9 +85,13 @@ def bench_run_create(*, batch: Batch, receivers: Sequence[str] | str, providers:
 
 def fire_run_create(*, batch: Batch, protocol: str, students: Sequence[str] | str, teachers: Sequence[str] | str,
                     n_max: int = 5, threshold: int = 8, baseline: str = "", lanes: int = 4,
-                    created_by: User | None = None, dispatch: bool = True) -> BenchRun:
+                    ignored_ids: Sequence[str] | str = (), created_by: User | None = None,
+                    dispatch: bool = True) -> BenchRun:
     """A FIRE run on an imported FIRE batch: fixed dialogues (students and/or teachers on the recorded history) or
-    free dialogues (every student with every teacher). Checked first; nothing is written on a bad request."""
+    free dialogues (every student with every teacher). Checked first; nothing is written on a bad request.
+
+    ``ignored_ids``: conversation ids (a list or "a,b") the run's tables leave out, as FIRE's official analysis
+    skips the ids in its ``data/ignore_ids.json``; their turns are still made."""
     if protocol not in (BenchRun.Protocol.FIRE_FIXED, BenchRun.Protocol.FIRE_FREE):
         raise ApplicationError("A FIRE run is fire_fixed or fire_free.", code="fire_protocol")
     if batch.kind != Batch.Kind.FIRE:
@@ -107,12 +111,15 @@ def fire_run_create(*, batch: Batch, protocol: str, students: Sequence[str] | st
         raise ApplicationError(f"The baseline {baseline!r} is not one of the students.", code="fire_settings")
     if not 1 <= int(lanes) <= MAX_LANES:
         raise ApplicationError(f"Lanes must be 1 to {MAX_LANES}.", code="bench_lanes")
+    ignored = ignored_ids.split(",") if isinstance(ignored_ids, str) else ignored_ids
+    prompts = fire_run_prompts(student_models, teacher_models)
 
     with transaction.atomic():
         run = BenchRun.objects.create(
             batch=batch, protocol=protocol, feedback_kinds=[], max_rounds=int(n_max), n_max=int(n_max),
             threshold=int(threshold), baseline=baseline or (student_models[0].name if student_models else ""),
-            lanes=int(lanes), prompts={"fire": dict(FIRE_TEMPLATES)}, answers_key="per-model",
+            lanes=int(lanes), prompts=prompts, answers_key="per-model",
+            ignored_ids=list(dict.fromkeys(i.strip() for i in ignored if i.strip())),
             created_by=created_by, message="Waiting for a bench worker")
         run.receivers.set(student_models)
         run.providers.set(teacher_models)

@@ -42,6 +42,9 @@ class BenchRun(models.Model):
     n_max = models.PositiveSmallIntegerField(default=5, help_text="FIRE: turns a free dialogue may take")
     threshold = models.PositiveSmallIntegerField(default=8, help_text="FIRE: a teacher score that ends a dialogue")
     baseline = models.CharField(max_length=64, blank=True, help_text="FIRE: the student whose AT is 1 in Table 4")
+    ignored_ids = models.JSONField(
+        default=list, blank=True,
+        help_text="FIRE: conversation ids its tables leave out (FIRE's official analysis skips data/ignore_ids.json)")
     human_session = models.ForeignKey(
         "annotate.Session", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         help_text="Replay this human session's feedback to the receivers (does a person's feedback transfer?)")

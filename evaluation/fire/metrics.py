@@ -29,8 +29,10 @@ the rules are quoted as issue 23 states them from §3.4.1.
 6. MAE: the official code marks an unparseable predicted score -1 and then sets the *error* to 10:
    ``diff = np.abs(preds_scores - labels_scores)``; ``diff[preds_scores==-1] = 10``; it prints
    ``np.sum(preds_scores==-1)`` as "Failed to follow count" (Table 3's count of unparseable scores), and skips
-   conversations whose id is in ``data/ignore_ids.json``. Here: ``punishment`` (10) is the error of a ``None``
-   prediction whatever the reference, ``unparseable`` counts them, ``ignored_ids`` skips pairs by id.
+   conversations whose id is in ``data/ignore_ids.json`` (so does ``analyze_student``). Here: ``punishment``
+   (10) is the error of a ``None`` prediction whatever the reference, ``unparseable`` counts them,
+   ``ignored_ids`` skips pairs by id; a run's ``ignored_ids`` leave conversations out of all its tables
+   (evaluation.fire.runs).
 7. BLEU / CIDEr: the official ``capeval`` is pycocoevalcap's ``Bleu`` and ``Cider`` (CIDEr-D: clipped counts,
    Gaussian length penalty, document frequency from the references of the corpus scored), called on raw text,
    which both split on whitespace (``s.split()``): case and punctuation stay in the tokens (no PTB tokenizer).

@@ -1,5 +1,6 @@
 """FIRE's Tables 2-5 from a FIRE run of the app (fixed and free dialogues), with the metric functions of
-evaluation.fire.metrics (the paper's definitions; decisions in its docstring)."""
+evaluation.fire.metrics (the paper's definitions; decisions in its docstring). Conversations whose id is in the
+run's ``ignored_ids`` are left out of every table, as FIRE's official analysis skips its ``data/ignore_ids.json``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from annotate.bench.fire_engine import teacher_feedback
-from annotate.models import BenchRun, FireRunTurn
+from annotate.models import BenchRun, Conversation, FireRunTurn
 from evaluation.fire.metrics import bleu_scores, cider_d, free_dialogue_metrics, mean_absolute_error
 from evaluation.metrics import round_half_up
 from evaluation.table import Cell, Table
@@ -17,6 +18,18 @@ DIGITS = 2
 
 def _number(value: float | Fraction | None, digits: int = DIGITS) -> Decimal | None:
     return None if value is None else round_half_up(value, digits)
+
+
+def _turns(run: BenchRun):
+    """The run's turns, without the conversations it ignores."""
+    return FireRunTurn.objects.filter(run=run).exclude(conversation__external_id__in=run.ignored_ids)
+
+
+def _ignored_note(run: BenchRun) -> list[str]:
+    if not run.ignored_ids:
+        return []
+    left_out = Conversation.objects.filter(batch=run.batch, external_id__in=run.ignored_ids).count()
+    return [f"Left out: {left_out} conversation(s) of the {len(run.ignored_ids)} id(s) the run ignores."]
 
 
 def _text_scores(hypotheses: list[str], references: list[str]) -> list[Cell]:
@@ -32,21 +45,22 @@ def student_table(run: BenchRun) -> Table:
     """Table 2: each student's responses in fixed dialogues against the recorded ones."""
     rows: list[list[Cell]] = []
     for student in run.receivers.order_by("name"):
-        turns = list(FireRunTurn.objects.filter(run=run, student=student, role="student", teacher__isnull=True)
+        turns = list(_turns(run).filter(student=student, role="student", teacher__isnull=True)
                      .order_by("conversation_id", "number"))
         rows.append([student.label, len(turns), *_text_scores([t.text for t in turns],
                                                                [t.reference_text for t in turns])])
     return Table(title=f"FIRE fixed dialogues: students (Table 2), run {run.pk} on {run.batch.name}",
                  columns=["Student", "Turns", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "CIDEr"], rows=rows,
                  notes=["BLEU-1..4 and CIDEr-D as pycocoevalcap computes them on whitespace-split raw text "
-                        "(BLEU on 0-1; CIDEr-D on its own scale), against the recorded student responses."])
+                        "(BLEU on 0-1; CIDEr-D on its own scale), against the recorded student responses.",
+                        *_ignored_note(run)])
 
 
 def teacher_table(run: BenchRun) -> Table:
     """Table 3: each teacher's feedback and scores in fixed dialogues against the recorded ones."""
     rows: list[list[Cell]] = []
     for teacher in run.providers.order_by("name"):
-        turns = list(FireRunTurn.objects.filter(run=run, teacher=teacher, role="teacher", student__isnull=True)
+        turns = list(_turns(run).filter(teacher=teacher, role="teacher", student__isnull=True)
                      .order_by("conversation_id", "number"))
         scored = [t for t in turns if t.reference_score is not None]
         mae = mean_absolute_error([t.score for t in scored], [t.reference_score for t in scored])
@@ -58,14 +72,15 @@ def teacher_table(run: BenchRun) -> Table:
                  columns=["Teacher", "Turns", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "CIDEr", "MAE",
                           "Unparseable scores"], rows=rows,
                  notes=["Feedback compared after its 'Feedback:' marker; MAE of the 'Score: N' values, an "
-                        "unparseable score counting as an error of 10 (FIRE's analyze_teacher)."])
+                        "unparseable score counting as an error of 10 (FIRE's analyze_teacher).",
+                        *_ignored_note(run)])
 
 
 def _dialogue_scores(run: BenchRun) -> dict[tuple[int, int], dict[int, tuple[str, list[float | None]]]]:
     """(student id, teacher id) -> conversation id -> (its source, the teacher's scores in turn order)."""
     dialogues: dict[tuple[int, int], dict[int, tuple[str, list[float | None]]]] = {}
-    for student, teacher, conversation, source, score in FireRunTurn.objects.filter(
-            run=run, role="teacher").order_by("conversation_id", "number").values_list(
+    for student, teacher, conversation, source, score in _turns(run).filter(role="teacher").order_by(
+            "conversation_id", "number").values_list(
             "student_id", "teacher_id", "conversation_id", "conversation__source", "score"):
         dialogues.setdefault((student, teacher), {}).setdefault(conversation, (source, []))[1].append(score)
     return dialogues
@@ -108,12 +123,13 @@ def free_tables(run: BenchRun) -> tuple[Table, Table]:
     note = (f"AT = mean turns to reach {run.threshold} within {run.n_max} (else 10), relative to "
             f"{baseline.label if baseline else 'the baseline'} (= 1) with the same teacher; dialogues solved at "
             "turn 1 are left out; ADR, ATR, RR as FIRE §3.4.1 (evaluation.fire.metrics).")
+    notes = [note, *_ignored_note(run)]
     columns = ["AT", "ADR", "ATR", "RR"]
     return (
         Table(title=f"FIRE free dialogues (Table 4), run {run.pk} on {run.batch.name}",
-              columns=["Student", "Teacher", "Dialogues", *columns], rows=overall, notes=[note]),
+              columns=["Student", "Teacher", "Dialogues", *columns], rows=overall, notes=notes),
         Table(title=f"FIRE free dialogues per source dataset (Table 5), run {run.pk}",
-              columns=["Source", "Student", "Teacher", "Dialogues", *columns], rows=by_source, notes=[note]),
+              columns=["Source", "Student", "Teacher", "Dialogues", *columns], rows=by_source, notes=notes),
     )
 
 

@@ -1,4 +1,5 @@
 """python manage.py run_fire --batch NAME --mode free --students a,b --teachers t [--baseline a] [--n-max 5]
+    [--ignore-ids c1,c2]
 
 FIRE's evaluation on an imported FIRE batch, run by the app: ``--mode fixed`` (students and/or teachers on the
 recorded history: Tables 2 and 3) or ``--mode free`` (every student converses with every teacher: Tables 4 and 5).
@@ -27,6 +28,8 @@ class Command(BaseCommand):
         parser.add_argument("--baseline", default="", help="the student whose AT is 1 in Table 4 (default: first)")
         parser.add_argument("--n-max", type=int, default=5, help="turns a free dialogue may take (default 5)")
         parser.add_argument("--threshold", type=int, default=8, help="a score that ends a dialogue (default 8)")
+        parser.add_argument("--ignore-ids", default="",
+                            help="comma-separated conversation ids the tables leave out (FIRE's data/ignore_ids.json)")
         parser.add_argument("--lanes", type=int, default=4)
         parser.add_argument("--in-process", action="store_true", help="run the lanes here, not on the workers")
         parser.add_argument("--no-follow", action="store_true", help="start and return at once")
@@ -39,7 +42,7 @@ class Command(BaseCommand):
             run = services.fire_run_create(
                 batch=batch, protocol=f"fire_{opts['mode']}", students=opts["students"], teachers=opts["teachers"],
                 baseline=opts["baseline"], n_max=opts["n_max"], threshold=opts["threshold"], lanes=opts["lanes"],
-                dispatch=not opts["in_process"])
+                ignored_ids=opts["ignore_ids"], dispatch=not opts["in_process"])
         except ApplicationError as error:
             raise CommandError(error.message) from None
         if opts["in_process"]:

@@ -12,9 +12,7 @@ from annotate.bench.fire_engine import teacher_feedback, teacher_score
 from annotate.errors import ApplicationError
 from annotate.imports.batches import import_fire
 from annotate.models import Batch, BenchRun, Conversation, FireRunTurn
-from evaluation.fire.metrics import bleu_scores
 from evaluation.fire.runs import free_tables, student_table, teacher_table
-from evaluation.metrics import round_half_up
 from tests.annotate.bench.test_bench_engine import run_all
 from tests.annotate.fire.fire_data import record, write_images_dir, write_json
 from tests.factories import ModelConfigFactory
@@ -29,6 +27,13 @@ FREE_SCORES = {
     "c3": {"s-a": [4, 3], "s-b": [4, 6, 8]},
 }
 SOURCES = {"c1": "chartqa", "c2": "chartqa", "c3": "seedbench"}
+# Every recorded conversation (fire_data.record, 2 rounds) is the same: student turns "Thought: attempt 1.\nAnswer: x"
+# and "Thought: attempt 2.\nAnswer: green", teacher turns "Score: 3.\nFeedback: hint number 1." and
+# "Score: 10.\nFeedback: hint number 2.". The misses below share with them only n-grams found in *every* reference
+# ("Thought:", "attempt", "Answer:", "Thought: attempt"; "hint", "number", "hint number"), which BLEU counts but
+# CIDEr-D weighs 0 (idf log(N / N)), so their CIDEr-D is exactly 0.
+STUDENT_MISS = "Thought: attempt again.\nAnswer: unknown"
+TEACHER_MISS = "hint number one, look again."
 
 
 def d(text: str) -> Decimal:
@@ -48,14 +53,16 @@ def fire_run_batch(tmp_path):
         recorded = {}
         for student, scores in FREE_SCORES[conversation.external_id].items():
             recorded[f"t-1@{student}"] = [f"Score: {s}\nFeedback: try again, step {i}." for i, s in enumerate(scores)]
-        # Fixed dialogues: s-a repeats the recorded responses word for word; t-1 gives the recorded feedback with
-        # scores 1 lower than recorded, t-2 an unparseable score on the first turn and the recorded one after.
+        # Fixed dialogues (hand-computed Tables 2 and 3 in test_fixed_dialogues_give_the_known_tables_2_and_3):
+        # s-a repeats the recorded responses word for word; s-b answers turn 1 with STUDENT_MISS, turn 2 word for
+        # word; t-1 gives the recorded feedback with scores 1 lower than recorded; t-2 answers turn 1 with
+        # TEACHER_MISS (no score, so unparseable) and gives the recorded turn 2.
         pairs = [(t.text) for t in conversation.turns.order_by("index") if t.role == "student"]
         teacher_turns = [t.text for t in conversation.turns.order_by("index") if t.role == "teacher"]
         recorded["s-a"] = pairs + ["Thought: more.\nAnswer: green"] * 5
-        recorded["s-b"] = ["I do not know the answer here at all."] * 5
+        recorded["s-b"] = [STUDENT_MISS, pairs[1]] + ["I do not know the answer here at all."] * 3
         recorded["t-1"] = [f"Score: {teacher_score(t) - 1:g}\nFeedback: {teacher_feedback(t)}" for t in teacher_turns]
-        recorded["t-2"] = ["It looks fine to me."] + teacher_turns[1:]
+        recorded["t-2"] = [TEACHER_MISS] + teacher_turns[1:]
         conversation.metadata = {**conversation.metadata, "recorded_answers": recorded}
         conversation.save(update_fields=["metadata"])
     return Batch.objects.get(name="fire-runs")
@@ -95,26 +102,126 @@ def test_free_dialogues_give_the_known_tables_4_and_5(fire_run_batch):
     ]
 
 
-def test_fixed_dialogues_give_the_known_tables_2_and_3(fire_run_batch):
+def test_fixed_dialogues_give_the_known_tables_2_and_3(fire_run_batch, capsys):
+    from django.core.management import call_command
+
     run = services.fire_run_create(batch=fire_run_batch, protocol="fire_fixed", students="s-a,s-b",
                                    teachers="t-1,t-2", lanes=1, dispatch=False)
     run_all(run)
-    students, teachers = student_table(run), teacher_table(run)
-    by_student = {row[0]: row for row in students.rows}
-    assert by_student["s-a"][1] == 6  # 3 conversations x 2 recorded student turns
-    assert by_student["s-a"][2:6] == [d("1.00")] * 4  # word for word: BLEU-1..4 = 1
-    # s-b: the same unhelpful sentence at every turn, scored against the recorded responses it stands for.
-    references = [[t.reference_text] for t in FireRunTurn.objects.filter(run=run, student__name="s-b")
-                  .order_by("conversation_id", "number")]
-    expected = bleu_scores(["I do not know the answer here at all."] * 6, references)
-    assert by_student["s-b"][2:6] == [round_half_up(expected[n], 2) for n in (1, 2, 3, 4)]
-    assert by_student["s-b"][2] < d("0.5")
-    by_teacher = {row[0]: row for row in teachers.rows}
-    # t-1: every score 1 lower than recorded -> MAE 1, none unparseable; t-2: the first turn of each conversation
-    # unparseable (an error of 10), the second right -> MAE (10 + 0) / 2 = 5, 3 unparseable.
-    assert by_teacher["t-1"][1] == 6 and by_teacher["t-1"][7:] == [d("1.00"), 0]
-    assert by_teacher["t-1"][2] == d("1.00")
-    assert by_teacher["t-2"][7:] == [d("5.00"), 3]
+    # pycocoevalcap, per item: BLEU-n = (p_1 ... p_n)^(1/n) (p_k: clipped k-gram matches / k-grams of the
+    # hypothesis; 0 matches give (0 + 1e-15) / (k-grams + 1e-9), i.e. ~0), times exp(1 - ref/hyp) only when the
+    # hypothesis is shorter (never here); a table cell is the mean over items. CIDEr-D of an item identical to its
+    # one reference: 10 x the mean over n = 1..4 of cos(tf-idf vectors) = 1 for every n that has an n-gram with
+    # idf > 0 (delta = 0: no length penalty); an item sharing only idf-0 n-grams scores 0.
+    # Table 2 (6 turns: 3 conversations x 2 recorded student turns; the references have 5 tokens).
+    # s-a, word for word: BLEU-1..4 = 1; CIDEr-D = 10 ("1."/"x"/"2."/"green" and the n-grams holding them are in
+    #   3 of the 6 references: idf log 2 > 0 for n = 1..4).
+    # s-b, turn 1 "Thought: attempt again. Answer: unknown" against "Thought: attempt 1. Answer: x":
+    #   unigrams 3/5, bigrams 1/4 ("Thought: attempt"), trigrams 0/3, 4-grams 0/2 -> 0.6, sqrt(0.6 x 0.25) =
+    #   0.3873, ~0, ~0; CIDEr-D 0. Turn 2 word for word: 1, 1, 1, 1; CIDEr-D 10. Means: BLEU-1 (0.6 + 1) / 2 = 0.80,
+    #   BLEU-2 (0.3873 + 1) / 2 = 0.6937 -> 0.69, BLEU-3 (0 + 1) / 2 = 0.50, BLEU-4 0.50; CIDEr (0 + 10) / 2 = 5.00.
+    assert student_table(run).rows == [
+        ["s-a", 6, d("1.00"), d("1.00"), d("1.00"), d("1.00"), d("10.00")],
+        ["s-b", 6, d("0.80"), d("0.69"), d("0.50"), d("0.50"), d("5.00")],
+    ]
+    # Table 3 (6 teacher turns each; feedback compared after "Feedback:": "hint number 1." / "hint number 2.").
+    # t-1, feedback word for word, 3 tokens: BLEU-1..3 = 1; no 4-gram on either side, so p_4 = 1e-15 / 1e-9 and
+    #   BLEU-4 = (1e-6)^(1/4) = 0.0316 -> 0.03; CIDEr-D = 10 x (1 + 1 + 1 + 0) / 4 = 7.50 (no 4-gram vector).
+    #   Scores 2 and 9 against 3 and 10: MAE |2 - 3| = |9 - 10| = 1.00, none unparseable.
+    # t-2, turn 1 "hint number one, look again." (5 tokens, no "Score:"): unigrams 2/5, bigrams 1/4 ("hint
+    #   number"), trigrams 0/3 -> 0.4, sqrt(0.4 x 0.25) = 0.3162, ~0, ~0; CIDEr-D 0 (only idf-0 n-grams shared).
+    #   Turn 2 word for word, as t-1: 1, 1, 1, 0.0316; CIDEr-D 7.5. Means: BLEU-1 (0.4 + 1) / 2 = 0.70, BLEU-2
+    #   (0.3162 + 1) / 2 = 0.6581 -> 0.66, BLEU-3 0.50, BLEU-4 0.0316 / 2 = 0.0158 -> 0.02; CIDEr 7.5 / 2 = 3.75.
+    #   MAE: turn 1 unparseable (an error of 10), turn 2 exact -> (10 + 0) / 2 = 5.00; 3 unparseable.
+    assert teacher_table(run).rows == [
+        ["t-1", 6, d("1.00"), d("1.00"), d("1.00"), d("0.03"), d("7.50"), d("1.00"), 0],
+        ["t-2", 6, d("0.70"), d("0.66"), d("0.50"), d("0.02"), d("3.75"), d("5.00"), 3],
+    ]
+
+    call_command("export_tables", "--batch", "fire-runs", "--table", "fire-fixed", "--format", "md")
+    markdown = capsys.readouterr().out
+    assert "| s-b | 6 | 0.80 | 0.69 | 0.50 | 0.50 | 5.00 |" in markdown
+    assert "| t-2 | 6 | 0.70 | 0.66 | 0.50 | 0.02 | 3.75 | 5.00 | 3 |" in markdown
+    call_command("export_tables", "--batch", "fire-runs", "--table", "fire-fixed", "--format", "csv")
+    lines = capsys.readouterr().out.splitlines()
+    assert "s-a,6,1.00,1.00,1.00,1.00,10.00" in lines and "t-1,6,1.00,1.00,1.00,0.03,7.50,1.00,0" in lines
+
+
+def test_ignored_ids_leave_conversations_out_of_the_tables(fire_run_batch, capsys, api_client):
+    from django.core.management import call_command
+
+    from annotate.models import User
+    from tests.factories import UserFactory
+
+    c3 = Conversation.objects.get(external_id="c3")
+    c3.metadata["recorded_answers"]["t-1"] = [f"Score: 0\nFeedback: hint number {n}." for n in (1, 2)]
+    c3.save(update_fields=["metadata"])
+    plain = services.fire_run_create(batch=fire_run_batch, protocol="fire_fixed", students="", teachers="t-1",
+                                     lanes=1, dispatch=False)
+    run_all(plain)
+    # t-1 on c3 scores 0 and 0 against 3 and 10: MAE (4 x 1 + 3 + 10) / 6 = 17/6 = 2.83 with c3 ...
+    assert teacher_table(plain).rows[0][1] == 6 and teacher_table(plain).rows[0][7] == d("2.83")
+
+    call_command("run_fire", "--batch", "fire-runs", "--mode", "fixed", "--teachers", "t-1", "--ignore-ids",
+                 "c3, x9", "--in-process", "--lanes", "1")
+    capsys.readouterr()
+    run = BenchRun.objects.latest("pk")
+    assert run.ignored_ids == ["c3", "x9"]
+    table = teacher_table(run)
+    # ... and 1.00 over the 4 turns of c1 and c2 without it (the other cells as in Table 3 above).
+    assert table.rows == [["t-1", 4, d("1.00"), d("1.00"), d("1.00"), d("0.03"), d("7.50"), d("1.00"), 0]]
+    assert "Left out: 1 conversation(s) of the 2 id(s) the run ignores." in table.notes
+
+    free = services.fire_run_create(batch=fire_run_batch, protocol="fire_free", students="s-a,s-b", teachers="t-1",
+                                    baseline="s-a", ignored_ids=["c1"], lanes=1, dispatch=False)
+    run_all(free)
+    # Without c1 (FREE_SCORES): s-a keeps c2 (removed: solved at turn 1) and c3 [4, 3] (n_k 10; ADR = ATR = -1,
+    # RR 0). s-b: c2 [2, 4, 6, 7, 7] (n_k 10, gain 5 over 4 turns) and c3 [4, 6, 8] (n_k 3, gain 4 over 2): AT
+    # (10 + 3) / 2 / 10 = 0.65, ADR (5 + 4) / 2 = 4.50, ATR (1.25 + 2) / 2 = 1.625 -> 1.63, RR (0 + 1) / 2 = 0.50.
+    assert free_tables(free)[0].rows == [
+        ["s-a", "t-1", 2, d("1.00"), d("-1.00"), d("-1.00"), d("0.00")],
+        ["s-b", "t-1", 2, d("0.65"), d("4.50"), d("1.63"), d("0.50")],
+    ]
+
+    researcher = UserFactory(username="rita", role=User.Role.RESEARCHER)
+    fire_run_batch.members.add(researcher)
+    api_client.force_authenticate(researcher)
+    response = api_client.post("/api/bench-runs/", {"protocol": "fire_fixed", "batch": "fire-runs",
+                                                    "providers": "t-1", "ignored_ids": ["c3"], "lanes": 1},
+                               format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["ignored_ids"] == ["c3"]
+    assert BenchRun.objects.get(pk=response.json()["id"]).ignored_ids == ["c3"]
+    bad = api_client.post("/api/bench-runs/", {"protocol": "fire_fixed", "batch": "fire-runs", "providers": "t-1",
+                                               "ignored_ids": "c3"}, format="json")
+    assert bad.status_code == 400
+
+
+def test_the_run_keeps_each_models_generation_settings_for_prompts_json(fire_run_batch, client):
+    from annotate.models import ModelConfig, User
+    from tests.factories import UserFactory
+
+    ModelConfig.objects.filter(name="s-a").update(generation={"temperature": 0.7, "max_new_tokens": 64})
+    ModelConfig.objects.filter(name="t-1").update(generation={"seed": 3, "stop": ["\n\n"]})
+    run = services.fire_run_create(batch=fire_run_batch, protocol="fire_free", students="s-a", teachers="t-1",
+                                   lanes=1, dispatch=False)
+    ModelConfig.objects.filter(name="s-a").update(generation={"temperature": 1.0})  # edited after the start
+
+    researcher = UserFactory(username="rita", role=User.Role.RESEARCHER)
+    fire_run_batch.members.add(researcher)
+    client.force_login(researcher)
+    prompts = client.get(f"/research/bench/{run.pk}/prompts.json").json()["prompts"]
+    # As the run started, the defaults filled in (models_runtime.GenerationSettings).
+    assert prompts["generation"] == {
+        "students": {"s-a": {"max_new_tokens": 64, "temperature": 0.7, "top_p": 1.0, "seed": None, "stop": []}},
+        "teachers": {"t-1": {"max_new_tokens": 256, "temperature": 0.0, "top_p": 1.0, "seed": 3, "stop": ["\n\n"]}},
+    }
+    assert prompts["fire"]["teacher"].startswith("You are a teacher.")
+
+    ModelConfig.objects.filter(name="t-1").update(generation={"temprature": 0.5})
+    with pytest.raises(ApplicationError, match="'t-1': unknown generation setting"):
+        services.fire_run_create(batch=fire_run_batch, protocol="fire_free", students="s-a", teachers="t-1",
+                                 dispatch=False)
 
 
 def test_a_failed_call_keeps_what_was_made_and_resume_finishes_without_redoing(fire_run_batch):
