@@ -25,7 +25,7 @@ def human_session(batch, task_id: str, corrected_round, username: str):
 
 
 def test_side_by_side_on_a_hand_checked_example(bench_batch, client):  # noqa: F811
-    # Bench (r-one x p-one): test set t0, t1, t2; LMM corrected in rounds 1, 3, never (both feedback kinds).
+    # Bench (r-one x p-one): test set t0, t1, t2; LMM detail corrected in rounds 1, 3, never; simple 1, never, never.
     run = start(bench_batch, lanes=1)
     run_all(run)
     # People: t0 never corrected; t1 in round 1; t2 by two annotators in rounds 2 and never (lower median: 2);
@@ -41,12 +41,12 @@ def test_side_by_side_on_a_hand_checked_example(bench_batch, client):  # noqa: F
     rows = {(r[1], r[2]): r for r in by_round.rows}
     assert rows[("p-one", "Human")][3:7] == [3, Decimal("33.3"), Decimal("66.7"), Decimal("66.7")]
     assert rows[("p-one", "LMM detail")][3:7] == [3, Decimal("33.3"), Decimal("33.3"), Decimal("66.7")]
-    assert rows[("p-one", "LMM simple")][3:7] == [3, Decimal("33.3"), Decimal("33.3"), Decimal("66.7")]
+    assert rows[("p-one", "LMM simple")][3:7] == [3, Decimal("33.3"), Decimal("33.3"), Decimal("33.3")]
     assert rows[("p-one", "Human")][7].startswith("[")  # the bootstrap CI of the final rate
     # p-two's test set for r-one is t0, t4, t5: people saw t0 and t4.
     assert rows[("p-two", "Human")][3:7] == [2, Decimal("50.0"), Decimal("50.0"), Decimal("50.0")]
     assert by_category.rows[0] == ["r-one", "p-one", "Visual Logic", 3, Decimal("66.7"), Decimal("66.7"),
-                                   Decimal("66.7")]
+                                   Decimal("33.3")]
     detail = next(r for r in tests.rows if r[1] == "p-one" and r[2] == "Human vs LMM detail")
     # Human [no, yes, yes] vs LMM [yes, yes, no]: both 1, human only 1, LMM only 1, neither 0; p = 1.
     assert detail[3:] == [3, 1, 1, 1, 0, 1.0]
