@@ -3,6 +3,8 @@ the shared round-0 answers and the run's detail and simple sessions."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from annotate.errors import NotFound
 from annotate.models import Batch, BenchAnswer, BenchRun, Session, Task
 from evaluation.metrics import BenchTaskRecord, bench_summaries, percent
@@ -88,6 +90,46 @@ def bench_paper_table(run: BenchRun, *, digits: int = 1) -> Table:
                f"Detail / Simple = share of # Test corrected within {run.max_rounds} rounds of detailed / simple "
                "(0-1) feedback, rounded half up. '-' = not run or empty test set."],
     )
+
+
+def human_replay_table(run: BenchRun, *, digits: int = 1) -> Table:
+    """A run that replays one person's feedback (no provider models): per receiver, the tasks replayed (the
+    receiver wrong at round 0 on the session's task) and how many it corrected by each round, cumulative."""
+    sessions = Session.objects.filter(bench_run=run, feedback_kind=BenchRun.Feedback.HUMAN,
+                                      status=Session.Status.COMPLETED)
+    outcomes: dict[int, list[int | None]] = {}
+    for receiver, corrected in sessions.values_list("model_config_id", "corrected_round"):
+        outcomes.setdefault(receiver, []).append(corrected)
+    replayed = run.max_rounds
+    if run.human_session_id:  # the person's rounds of feedback, as the engine replays them
+        replayed = min(replayed, run.human_session.rounds.filter(index__gte=1).count())
+    rounds = range(1, replayed + 1)
+    columns = ["Receiver", "# Test"]
+    for k in rounds:
+        columns += [f"Corrected by round {k}", f"By round {k} (%)"]
+    rows: list[list[Cell]] = []
+    for receiver in run.receivers.order_by("name"):
+        mine = outcomes.get(receiver.pk, [])
+        row: list[Cell] = [receiver.label, len(mine)]
+        for k in rounds:
+            corrected = sum(o is not None and o <= k for o in mine)
+            row += [corrected, percent(Fraction(corrected, len(mine)), digits) if mine else None]
+        rows.append(row)
+    source = f"session {run.human_session_id}" if run.human_session_id else "a session since deleted"
+    return Table(
+        title=f"Human feedback replayed on {run.batch.name} (run {run.pk}, {source})",
+        columns=columns, rows=rows,
+        notes=["# Test = tasks replayed: the session's task, when the receiver was wrong at round 0.",
+               "Corrected by round k = right in round k or before, with the person's feedback of rounds 1..k; "
+               "% of # Test, rounded half up. '-' = nothing replayed."],
+    )
+
+
+def run_table(run: BenchRun) -> Table:
+    """The run's own result table: Tables 1/2, or the replay of a person's feedback."""
+    if BenchRun.Feedback.HUMAN in run.feedback_kinds:
+        return human_replay_table(run)
+    return bench_paper_table(run)
 
 
 # --- human vs LMM feedback on the same tasks ---------------------------------------------------------------------

@@ -12,7 +12,8 @@ from annotate.bench import selectors as bench_selectors
 from annotate.bench import services as bench_services
 from annotate.errors import ApplicationError
 from annotate.models import Batch, BenchRun, ModelConfig, Round
-from evaluation.bench import bench_paper_table, comparison_tables
+from evaluation.bench import comparison_tables, run_table
+from evaluation.bench_apis import run_table_response
 from evaluation.exports import render_tables
 from evaluation.fire.runs import fire_run_tables
 from evaluation.views import html_table, researcher_required
@@ -91,7 +92,7 @@ def bench_run_page(request, run_id: int):
         leak_counts[rnd.session.feedback_provider.label] = leak_counts.get(rnd.session.feedback_provider.label, 0) + 1
     done = run.status == BenchRun.Status.DONE
     fire = run.protocol != BenchRun.Protocol.INTERFEEDBACK
-    table = html_table(bench_paper_table(run)) if done and not fire else None
+    table = html_table(run_table(run)) if done and not fire else None
     fire_tables = [html_table(t) for t in fire_run_tables(run)] if done and fire else []
     return render(request, "evaluation/bench_run.html", {
         "run": run, "progress": bench_services.bench_progress(run), "table": table, "fire_tables": fire_tables,
@@ -150,6 +151,11 @@ def bench_compare_download(request, run_id: int, fmt: str):
     response = HttpResponse(comparison_text(run, fmt), content_type=COMPARISON_FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="bench-run-{run.pk}-human-vs-lmm.{fmt}"'
     return response
+
+
+@researcher_required
+def bench_run_table_download(request, run_id: int, fmt: str):
+    return run_table_response(bench_selectors.readable_run(request.user, run_id), fmt)
 
 
 @researcher_required

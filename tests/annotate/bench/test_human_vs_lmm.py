@@ -93,3 +93,44 @@ def test_a_persons_feedback_replayed_to_another_receiver(bench_batch):  # noqa: 
     with pytest.raises(Exception, match="no feedback to replay"):
         services.bench_run_create(batch=bench_batch, receivers="r-one", providers="",
                                   human_session_id=human_session(bench_batch, "t3", 0, "h1").pk, dispatch=False)
+
+
+def test_a_replay_of_a_persons_feedback_has_its_own_table(bench_batch, api_client, client):  # noqa: F811
+    from annotate.bench import services
+    from annotate.models import Round
+    from evaluation.bench import human_replay_table
+    from tests.annotate.bench.test_bench_engine import answers
+
+    # The person's two rounds of feedback on t1 go to r-one (wrong at round 0) and to r-two (right at once: not
+    # replayed). After the person's feedback r-one is right from round 2 (its recorded "r-one:human" answers).
+    task = bench_batch.tasks.get(external_id="t1")
+    task.recorded_answers["r-one:human"] = answers(2)
+    task.save(update_fields=["recorded_answers"])
+    session = human_session(bench_batch, "t1", 2, "h1")
+    Round.objects.bulk_create([Round(session=session, index=0, answer_text="Answer: B"),
+                               Round(session=session, index=1, feedback_text="Look at the corners."),
+                               Round(session=session, index=2, feedback_text="Count the red ones.")])
+    run = services.bench_run_create(batch=bench_batch, receivers="r-one,r-two", providers="",
+                                    human_session_id=session.pk, dispatch=False, lanes=1)
+    run_all(run)
+    table = human_replay_table(run)
+    assert table.columns == ["Receiver", "# Test", "Corrected by round 1", "By round 1 (%)",
+                             "Corrected by round 2", "By round 2 (%)"]  # the person gave two rounds
+    # r-one: 1 task replayed, not corrected in round 1 (0/1), corrected in round 2 (1/1); r-two: nothing replayed.
+    assert table.rows == [["r-one", 1, 0, Decimal("0.0"), 1, Decimal("100.0")], ["r-two", 0, 0, None, 0, None]]
+
+    researcher = UserFactory(username="rita", role=User.Role.RESEARCHER)
+    bench_batch.members.add(researcher)
+    client.force_login(researcher)
+    page = client.get(f"/research/bench/{run.pk}/").content.decode()
+    assert 'id="bench-table"' in page and "Corrected by round 2" in page and 'id="compare-link"' not in page
+    assert "| r-one | 1 | 0 | 0.0 | 1 | 100.0 |" in client.get(f"/research/bench/{run.pk}/table.md").content.decode()
+    api_client.force_authenticate(researcher)
+    body = api_client.get(f"/api/bench-runs/{run.pk}/").json()
+    assert body["table"] == f"/api/bench-runs/{run.pk}/table.json"
+    rows = api_client.get(body["table"]).json()["rows"]
+    assert rows[0] == {"Receiver": "r-one", "# Test": 1, "Corrected by round 1": 0, "By round 1 (%)": 0.0,
+                       "Corrected by round 2": 1, "By round 2 (%)": 100.0}
+    api_client.force_authenticate(UserFactory(username="otto", role=User.Role.RESEARCHER))
+    assert api_client.get(body["table"]).status_code == 404
+    assert client.get(f"/research/bench/{run.pk}/table.xls").status_code == 404
