@@ -152,6 +152,10 @@ def _human_outcomes(run: BenchRun) -> dict[tuple[int, int], int | None]:
     return outcomes
 
 
+CI_NOTE = ("95% CI: percentile bootstrap of the tasks (scipy.stats.bootstrap, 2,000 resamples); all corrected or "
+           "none gives [rate, rate].")
+
+
 def _rate_ci(corrected: list[bool]) -> str:
     """Percentile bootstrap 95% CI of a correction rate (scipy.stats.bootstrap), as "[lo, hi]" in percent."""
     import numpy as np
@@ -202,16 +206,19 @@ def comparison_tables(run: BenchRun, *, digits: int = 1) -> list[Table]:
             for kind in kinds:
                 sources[f"LMM {kind}"] = [lmm[(receiver.pk, provider.pk, kind, t)] for t in tasks]
             for source, outcomes in sources.items():
-                final = [o is not None for o in outcomes]
-                by_round.append([receiver.label, provider.label, source, len(tasks)] + [
-                    percent(sum(o is not None and o <= k for o in outcomes) / len(outcomes), digits)
-                    for k in rounds] + [_rate_ci(final)])
+                by_k = [[o is not None and o <= k for o in outcomes] for k in rounds]
+                by_round.append([receiver.label, provider.label, source, len(tasks)]
+                                + [percent(Fraction(sum(c), len(c)), digits) for c in by_k]
+                                + [_rate_ci(c) for c in by_k])
             for category in sorted({categories[t] for t in tasks}):
                 members = [i for i, t in enumerate(tasks) if categories[t] == category]
-                rates = {source: percent(sum(outcomes[i] is not None for i in members) / len(members), digits)
-                         for source, outcomes in sources.items()}
-                by_category.append([receiver.label, provider.label, category, len(members), rates["Human"],
-                                    rates.get("LMM detail"), rates.get("LMM simple")])
+                corrected = {source: [outcomes[i] is not None for i in members] for source, outcomes in sources.items()}
+                names = ["Human", "LMM detail", "LMM simple"]
+                by_category.append(
+                    [receiver.label, provider.label, category, len(members)]
+                    + [percent(Fraction(sum(corrected[n]), len(members)), digits) if n in corrected else None
+                       for n in names]
+                    + [_rate_ci(corrected[n]) if n in corrected else None for n in names])
             for kind in kinds:
                 test = mcnemar_exact([o is not None for o in sources["Human"]],
                                      [o is not None for o in sources[f"LMM {kind}"]])
@@ -224,11 +231,12 @@ def comparison_tables(run: BenchRun, *, digits: int = 1) -> list[Table]:
     return [
         Table(title=f"Correction rate (%) by round, human vs LMM feedback (run {run.pk})",
               columns=["Receiver", "Provider", "Feedback", "Tasks"] + [f"By round {k} (%)" for k in rounds]
-              + ["95% CI, final"], rows=by_round,
-              notes=[note, "Cumulative: corrected in this round or before. CI: percentile bootstrap, 2,000 resamples."]),
+              + [f"95% CI, by round {k}" for k in rounds], rows=by_round,
+              notes=[note, "Cumulative: corrected in this round or before. " + CI_NOTE]),
         Table(title=f"Correction rate (%) by category, human vs LMM feedback (run {run.pk})",
-              columns=["Receiver", "Provider", "Category", "Tasks", "Human (%)", "LMM detail (%)", "LMM simple (%)"],
-              rows=by_category, notes=[note]),
+              columns=["Receiver", "Provider", "Category", "Tasks", "Human (%)", "LMM detail (%)", "LMM simple (%)",
+                       "Human 95% CI", "LMM detail 95% CI", "LMM simple 95% CI"],
+              rows=by_category, notes=[note, "Corrected within the run's rounds. " + CI_NOTE]),
         Table(title=f"Exact McNemar test on the tasks both saw (run {run.pk})",
               columns=["Receiver", "Provider", "Comparison", "Pairs", "Both corrected", "Human only", "LMM only",
                        "Neither", "p (exact)"], rows=tests,

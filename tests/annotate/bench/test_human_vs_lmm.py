@@ -9,6 +9,7 @@ from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 
 from annotate.models import Session, User
+from evaluation.bench import _rate_ci as rate_ci
 from evaluation.bench import comparison_tables, mcnemar_exact
 from tests.annotate.bench.test_bench_engine import bench_batch, run_all, start  # noqa: F401  (the fixture)
 from tests.factories import ModelConfigFactory, UserFactory
@@ -42,11 +43,17 @@ def test_side_by_side_on_a_hand_checked_example(bench_batch, client):  # noqa: F
     assert rows[("p-one", "Human")][3:7] == [3, Decimal("33.3"), Decimal("66.7"), Decimal("66.7")]
     assert rows[("p-one", "LMM detail")][3:7] == [3, Decimal("33.3"), Decimal("33.3"), Decimal("66.7")]
     assert rows[("p-one", "LMM simple")][3:7] == [3, Decimal("33.3"), Decimal("33.3"), Decimal("33.3")]
-    assert rows[("p-one", "Human")][7].startswith("[")  # the bootstrap CI of the final rate
+    # Bootstrap CIs by round: a rate of 0 or 100 % has nothing to resample ([r, r]); others are an interval.
+    assert rows[("p-two", "LMM detail")][7:10] == ["[100.0, 100.0]"] * 3  # t0 and t4 both corrected in round 1
+    assert all(ci.startswith("[") for ci in rows[("p-one", "Human")][7:10])
     # p-two's test set for r-one is t0, t4, t5: people saw t0 and t4.
     assert rows[("p-two", "Human")][3:7] == [2, Decimal("50.0"), Decimal("50.0"), Decimal("50.0")]
-    assert by_category.rows[0] == ["r-one", "p-one", "Visual Logic", 3, Decimal("66.7"), Decimal("66.7"),
-                                   Decimal("33.3")]
+    assert by_category.rows[0][:7] == ["r-one", "p-one", "Visual Logic", 3, Decimal("66.7"), Decimal("66.7"),
+                                       Decimal("33.3")]
+    assert by_category.rows[0][7:] == [rate_ci([False, True, True]), rate_ci([True, True, False]),
+                                       rate_ci([True, False, False])]
+    assert by_category.rows[1][4:] == [Decimal("50.0"), Decimal("100.0"), Decimal("100.0"),
+                                       rate_ci([False, True]), "[100.0, 100.0]", "[100.0, 100.0]"]  # p-two: t0, t4
     detail = next(r for r in tests.rows if r[1] == "p-one" and r[2] == "Human vs LMM detail")
     # Human [no, yes, yes] vs LMM [yes, yes, no]: both 1, human only 1, LMM only 1, neither 0; p = 1.
     assert detail[3:] == [3, 1, 1, 1, 0, 1.0]
@@ -58,6 +65,18 @@ def test_side_by_side_on_a_hand_checked_example(bench_batch, client):  # noqa: F
     assert 'id="compare-mcnemar"' in page and "Human vs LMM detail" in page
     for fmt in ("csv", "md", "tex", "json"):
         assert client.get(f"/research/bench/{run.pk}/compare.{fmt}").status_code == 200
+
+
+def test_bootstrap_interval_of_a_rate_on_hand_checked_cases():
+    assert rate_ci([True] * 5) == "[100.0, 100.0]" and rate_ci([False] * 5) == "[0.0, 0.0]"
+    assert rate_ci([]) == "-"
+    # Two tasks, one corrected: a resample of two has mean 0, 0.5 or 1 with chance 1/4, 1/2, 1/4, so the 2.5th
+    # and 97.5th percentiles of 2,000 resamples are 0 and 1.
+    assert rate_ci([True, False]) == "[0.0, 100.0]"
+    # 20 tasks, 10 corrected: about 50 +- 22 points (1.96 x sqrt(.25 / 20) = 0.219), on the 5-point steps a
+    # resample of 20 can take.
+    low, high = (float(x) for x in rate_ci([True, False] * 10).strip("[]").split(", "))
+    assert 20 <= low <= 30 and 70 <= high <= 80 and low % 5 == high % 5 == 0
 
 
 def test_mcnemar_p_value_is_the_library_exact_test():
