@@ -48,7 +48,8 @@ class Lane(LeasedLane):
         self.receivers = list(run.receivers.order_by("name"))
         self.providers = list(run.providers.order_by("name"))
         self.models = {m.pk: m for m in [*self.receivers, *self.providers]}
-        self.templates = templates_for(run.batch.prompt_templates)
+        # The receiver's templates as stored at the run's start (runs from before that stored only the batch's)
+        self.templates = templates_for(run.prompts.get("receiver", run.batch.prompt_templates))
         self.provider_templates = {**PROVIDER_TEMPLATES, **(run.prompts.get("provider") or {})}
         tasks = Task.objects.filter(batch=run.batch).exclude(answer_type=Task.AnswerType.MANUAL)
         self.human_feedback: list[str] = []
