@@ -2,11 +2,12 @@
 
 from django.urls import path
 
-from evaluation import apis, invites
+from evaluation import apis, bench_apis, invites
 from evaluation.preference import apis as preference_apis
 
 urlpatterns = [
     path("batches/", apis.BatchListApi.as_view(), name="api-batches"),
+    path("bench-runs/<int:run_id>/table.<str:fmt>", bench_apis.BenchRunTableApi.as_view(), name="api-bench-run-table"),
     path("batches/<int:batch_id>/invite-links/", invites.BatchInviteLinksApi.as_view(), name="api-invite-links"),
     path("batches/<int:batch_id>/invite-links/<int:link_id>/revoke/", invites.BatchInviteLinkRevokeApi.as_view(),
          name="api-invite-link-revoke"),

@@ -3,6 +3,8 @@ the shared round-0 answers and the run's detail and simple sessions."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from annotate.errors import NotFound
 from annotate.models import Batch, BenchAnswer, BenchRun, Session, Task
 from evaluation.metrics import BenchTaskRecord, bench_summaries, percent
@@ -90,6 +92,46 @@ def bench_paper_table(run: BenchRun, *, digits: int = 1) -> Table:
     )
 
 
+def human_replay_table(run: BenchRun, *, digits: int = 1) -> Table:
+    """A run that replays one person's feedback (no provider models): per receiver, the tasks replayed (the
+    receiver wrong at round 0 on the session's task) and how many it corrected by each round, cumulative."""
+    sessions = Session.objects.filter(bench_run=run, feedback_kind=BenchRun.Feedback.HUMAN,
+                                      status=Session.Status.COMPLETED)
+    outcomes: dict[int, list[int | None]] = {}
+    for receiver, corrected in sessions.values_list("model_config_id", "corrected_round"):
+        outcomes.setdefault(receiver, []).append(corrected)
+    replayed = run.max_rounds
+    if run.human_session_id:  # the person's rounds of feedback, as the engine replays them
+        replayed = min(replayed, run.human_session.rounds.filter(index__gte=1).count())
+    rounds = range(1, replayed + 1)
+    columns = ["Receiver", "# Test"]
+    for k in rounds:
+        columns += [f"Corrected by round {k}", f"By round {k} (%)"]
+    rows: list[list[Cell]] = []
+    for receiver in run.receivers.order_by("name"):
+        mine = outcomes.get(receiver.pk, [])
+        row: list[Cell] = [receiver.label, len(mine)]
+        for k in rounds:
+            corrected = sum(o is not None and o <= k for o in mine)
+            row += [corrected, percent(Fraction(corrected, len(mine)), digits) if mine else None]
+        rows.append(row)
+    source = f"session {run.human_session_id}" if run.human_session_id else "a session since deleted"
+    return Table(
+        title=f"Human feedback replayed on {run.batch.name} (run {run.pk}, {source})",
+        columns=columns, rows=rows,
+        notes=["# Test = tasks replayed: the session's task, when the receiver was wrong at round 0.",
+               "Corrected by round k = right in round k or before, with the person's feedback of rounds 1..k; "
+               "% of # Test, rounded half up. '-' = nothing replayed."],
+    )
+
+
+def run_table(run: BenchRun) -> Table:
+    """The run's own result table: Tables 1/2, or the replay of a person's feedback."""
+    if BenchRun.Feedback.HUMAN in run.feedback_kinds:
+        return human_replay_table(run)
+    return bench_paper_table(run)
+
+
 # --- human vs LMM feedback on the same tasks ---------------------------------------------------------------------
 
 def _human_outcomes(run: BenchRun) -> dict[tuple[int, int], int | None]:
@@ -108,6 +150,10 @@ def _human_outcomes(run: BenchRun) -> dict[tuple[int, int], int | None]:
         middle = values[(len(values) - 1) // 2]  # the lower median: an even split counts as not corrected sooner
         outcomes[key] = None if middle == float("inf") else int(middle)
     return outcomes
+
+
+CI_NOTE = ("95% CI: percentile bootstrap of the tasks (scipy.stats.bootstrap, 2,000 resamples); all corrected or "
+           "none gives [rate, rate].")
 
 
 def _rate_ci(corrected: list[bool]) -> str:
@@ -160,16 +206,19 @@ def comparison_tables(run: BenchRun, *, digits: int = 1) -> list[Table]:
             for kind in kinds:
                 sources[f"LMM {kind}"] = [lmm[(receiver.pk, provider.pk, kind, t)] for t in tasks]
             for source, outcomes in sources.items():
-                final = [o is not None for o in outcomes]
-                by_round.append([receiver.label, provider.label, source, len(tasks)] + [
-                    percent(sum(o is not None and o <= k for o in outcomes) / len(outcomes), digits)
-                    for k in rounds] + [_rate_ci(final)])
+                by_k = [[o is not None and o <= k for o in outcomes] for k in rounds]
+                by_round.append([receiver.label, provider.label, source, len(tasks)]
+                                + [percent(Fraction(sum(c), len(c)), digits) for c in by_k]
+                                + [_rate_ci(c) for c in by_k])
             for category in sorted({categories[t] for t in tasks}):
                 members = [i for i, t in enumerate(tasks) if categories[t] == category]
-                rates = {source: percent(sum(outcomes[i] is not None for i in members) / len(members), digits)
-                         for source, outcomes in sources.items()}
-                by_category.append([receiver.label, provider.label, category, len(members), rates["Human"],
-                                    rates.get("LMM detail"), rates.get("LMM simple")])
+                corrected = {source: [outcomes[i] is not None for i in members] for source, outcomes in sources.items()}
+                names = ["Human", "LMM detail", "LMM simple"]
+                by_category.append(
+                    [receiver.label, provider.label, category, len(members)]
+                    + [percent(Fraction(sum(corrected[n]), len(members)), digits) if n in corrected else None
+                       for n in names]
+                    + [_rate_ci(corrected[n]) if n in corrected else None for n in names])
             for kind in kinds:
                 test = mcnemar_exact([o is not None for o in sources["Human"]],
                                      [o is not None for o in sources[f"LMM {kind}"]])
@@ -182,11 +231,12 @@ def comparison_tables(run: BenchRun, *, digits: int = 1) -> list[Table]:
     return [
         Table(title=f"Correction rate (%) by round, human vs LMM feedback (run {run.pk})",
               columns=["Receiver", "Provider", "Feedback", "Tasks"] + [f"By round {k} (%)" for k in rounds]
-              + ["95% CI, final"], rows=by_round,
-              notes=[note, "Cumulative: corrected in this round or before. CI: percentile bootstrap, 2,000 resamples."]),
+              + [f"95% CI, by round {k}" for k in rounds], rows=by_round,
+              notes=[note, "Cumulative: corrected in this round or before. " + CI_NOTE]),
         Table(title=f"Correction rate (%) by category, human vs LMM feedback (run {run.pk})",
-              columns=["Receiver", "Provider", "Category", "Tasks", "Human (%)", "LMM detail (%)", "LMM simple (%)"],
-              rows=by_category, notes=[note]),
+              columns=["Receiver", "Provider", "Category", "Tasks", "Human (%)", "LMM detail (%)", "LMM simple (%)",
+                       "Human 95% CI", "LMM detail 95% CI", "LMM simple 95% CI"],
+              rows=by_category, notes=[note, "Corrected within the run's rounds. " + CI_NOTE]),
         Table(title=f"Exact McNemar test on the tasks both saw (run {run.pk})",
               columns=["Receiver", "Provider", "Comparison", "Pairs", "Both corrected", "Human only", "LMM only",
                        "Neither", "p (exact)"], rows=tests,

@@ -12,7 +12,8 @@ from annotate.bench import selectors as bench_selectors
 from annotate.bench import services as bench_services
 from annotate.errors import ApplicationError
 from annotate.models import Batch, BenchRun, ModelConfig, Round
-from evaluation.bench import bench_paper_table, comparison_tables
+from evaluation.bench import comparison_tables, run_table
+from evaluation.bench_apis import run_table_response
 from evaluation.exports import render_tables
 from evaluation.fire.runs import fire_run_tables
 from evaluation.views import html_table, researcher_required
@@ -39,6 +40,12 @@ class BenchRunForm(forms.Form):
     lanes = forms.IntegerField(min_value=1, max_value=bench_services.MAX_LANES, initial=4,
                                help_text="Lanes of the run that work at once")
     provider_sees_ground_truth = forms.BooleanField(required=False, label="Providers see the ground truth")
+    regenerate_leaks = forms.BooleanField(required=False, initial=True,
+                                          label="Ask once more when detail feedback states the answer")
+    provider_prompt = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
+                                      label="Provider prompt (detailed feedback)",
+                                      help_text="Replaces the default template; it may use {question}, {options}, "
+                                                "{attempts} and {reference}, and must use {question} and {attempts}")
     n_max = forms.IntegerField(min_value=1, max_value=20, initial=5, label="FIRE: n_max", required=False,
                                help_text="Turns a free dialogue may take")
     threshold = forms.IntegerField(min_value=0, max_value=10, initial=8, label="FIRE: threshold", required=False,
@@ -70,6 +77,7 @@ def bench_runs_page(request):
                 batch=data["batch"], receivers=[m.name for m in data["receivers"]],
                 providers=[m.name for m in data["providers"]], feedback=data["feedback"], rounds=data["rounds"],
                 lanes=data["lanes"], provider_sees_ground_truth=data["provider_sees_ground_truth"],
+                regenerate_leaks=data["regenerate_leaks"], provider_prompt=data["provider_prompt"] or None,
                 human_session_id=data["human_session"], created_by=request.user)
         except ApplicationError as error:
             form.add_error(None, error.message)
@@ -91,7 +99,7 @@ def bench_run_page(request, run_id: int):
         leak_counts[rnd.session.feedback_provider.label] = leak_counts.get(rnd.session.feedback_provider.label, 0) + 1
     done = run.status == BenchRun.Status.DONE
     fire = run.protocol != BenchRun.Protocol.INTERFEEDBACK
-    table = html_table(bench_paper_table(run)) if done and not fire else None
+    table = html_table(run_table(run)) if done and not fire else None
     fire_tables = [html_table(t) for t in fire_run_tables(run)] if done and fire else []
     return render(request, "evaluation/bench_run.html", {
         "run": run, "progress": bench_services.bench_progress(run), "table": table, "fire_tables": fire_tables,
@@ -153,6 +161,11 @@ def bench_compare_download(request, run_id: int, fmt: str):
 
 
 @researcher_required
+def bench_run_table_download(request, run_id: int, fmt: str):
+    return run_table_response(bench_selectors.readable_run(request.user, run_id), fmt)
+
+
+@researcher_required
 def bench_run_prompts(request, run_id: int):
     """What each model was told, with the run's settings: a JSON file to publish beside the tables."""
     import json
@@ -162,7 +175,10 @@ def bench_run_prompts(request, run_id: int):
             "providers": [m.name for m in run.providers.order_by("name")], "feedback_kinds": run.feedback_kinds,
             "max_rounds": run.max_rounds, "provider_sees_ground_truth": run.provider_sees_ground_truth,
             "regenerate_leaks": run.regenerate_leaks, "human_session": run.human_session_id,
-            "generation": {m.name: m.generation for m in [*run.receivers.all(), *run.providers.all()]},
+            # as stored at the run's start; runs from before that: the models' settings now
+            "generation": run.prompts.get("generation") or {
+                m.name: {"backend": m.backend, "generation": m.generation}
+                for m in [*run.receivers.all(), *run.providers.all()]},
             "prompts": run.prompts}
     response = HttpResponse(json.dumps(body, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="bench-run-{run.pk}-prompts.json"'

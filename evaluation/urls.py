@@ -13,6 +13,7 @@ urlpatterns = [
     path("bench/<int:run_id>/", bench_pages.bench_run_page, name="bench-run-page"),
     path("bench/<int:run_id>/compare/", bench_pages.bench_compare_page, name="bench-compare-page"),
     path("bench/<int:run_id>/prompts.json", bench_pages.bench_run_prompts, name="bench-run-prompts"),
+    path("bench/<int:run_id>/table.<str:fmt>", bench_pages.bench_run_table_download, name="bench-run-table"),
     path("bench/<int:run_id>/compare.<str:fmt>", bench_pages.bench_compare_download, name="bench-compare-download"),
     path("bench/<int:run_id>/<str:action>/", bench_pages.bench_run_action, name="bench-run-action"),
     path("batches/<int:batch_id>/", views.batch_report, name="research-report"),

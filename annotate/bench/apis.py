@@ -34,7 +34,9 @@ class BenchRunSerializer(serializers.Serializer):
     progress = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
-    table = serializers.SerializerMethodField(help_text="Tables 1/2 (export_tables --table bench) as JSON")
+    table = serializers.SerializerMethodField(
+        help_text="The run's result table as JSON: Tables 1/2, or for a replay of a person's feedback its own "
+                  "table (FIRE runs: the batch's export_tables table)")
     page = serializers.SerializerMethodField()
 
     def get_receivers(self, run) -> list[str]:
@@ -47,8 +49,9 @@ class BenchRunSerializer(serializers.Serializer):
         return services.bench_progress(run)
 
     def get_table(self, run) -> str:
-        name = "bench" if run.protocol == BenchRun.Protocol.INTERFEEDBACK else run.protocol.replace("_", "-")
-        return reverse("api-batch-table", args=[run.batch_id, name, "json"])
+        if run.protocol == BenchRun.Protocol.INTERFEEDBACK:
+            return reverse("api-bench-run-table", args=[run.pk, "json"])
+        return reverse("api-batch-table", args=[run.batch_id, run.protocol.replace("_", "-"), "json"])
 
     def get_page(self, run) -> str:
         return reverse("bench-run-page", args=[run.pk])

@@ -48,7 +48,8 @@ class Lane(LeasedLane):
         self.receivers = list(run.receivers.order_by("name"))
         self.providers = list(run.providers.order_by("name"))
         self.models = {m.pk: m for m in [*self.receivers, *self.providers]}
-        self.templates = templates_for(run.batch.prompt_templates)
+        # The receiver's templates as stored at the run's start (runs from before that stored only the batch's)
+        self.templates = templates_for(run.prompts.get("receiver", run.batch.prompt_templates))
         self.provider_templates = {**PROVIDER_TEMPLATES, **(run.prompts.get("provider") or {})}
         tasks = Task.objects.filter(batch=run.batch).exclude(answer_type=Task.AnswerType.MANUAL)
         self.human_feedback: list[str] = []
@@ -71,16 +72,21 @@ class Lane(LeasedLane):
                                           for ti in sorted(task.task_images.all(), key=lambda ti: ti.position))
         return self._images[task.pk]
 
-    def context(self, task: Task, index: int, recorded_key: str) -> TaskContext:
-        recorded = (task.recorded_answers or {}).get(recorded_key) or []
+    def context(self, task: Task, index: int, *recorded_keys: str) -> TaskContext:
+        """The replay backend's view of the task: the first of ``recorded_keys`` the task has recordings for."""
+        recorded_by_key = task.recorded_answers or {}
+        recorded = next((recorded_by_key[k] for k in recorded_keys if recorded_by_key.get(k)), [])
         return TaskContext(task_id=task.external_id, round_index=index, answer_type=task.answer_type,
                            options=tuple(task.options or ()), ground_truth=task.ground_truth,
                            recorded_answers=tuple(recorded))
 
     # --- the receiver's and the provider's turns -----------------------------------------------------------------
 
-    def answer(self, config: ModelConfig, task: Task, history: list[tuple[str, str]], feedback: str) -> ModelReply:
-        """The receiver's answer in round len(history), after ``feedback`` (round 0: no history, no feedback)."""
+    def answer(self, config: ModelConfig, task: Task, history: list[tuple[str, str]], feedback: str,
+               kind: str = "") -> ModelReply:
+        """The receiver's answer in round len(history), after ``feedback`` of ``kind`` (round 0: no history, no
+        feedback). A replay receiver plays ``recorded_answers["<receiver>:<kind>"]`` when the task has it (what it
+        answered after that kind of feedback), else ``recorded_answers["<receiver>"]``."""
         turns = conversation(
             round0=round0_text(question=task.question, options=task.options, answer_type=task.answer_type,
                                templates=self.templates),
@@ -90,15 +96,19 @@ class Lane(LeasedLane):
         images = self.images(task)
         messages = tuple(Message(role=role, content=(*images, text) if i == 0 and images else (text,))
                          for i, (role, text) in enumerate(turns))
-        return self.call(config, messages, self.context(task, len(history), config.name))
+        keys = (f"{config.name}:{kind}", config.name) if kind else (config.name,)
+        return self.call(config, messages, self.context(task, len(history), *keys))
 
     def feedback(self, kind: str, provider: ModelConfig, task: Task, history: list[tuple[str, str]],
-                 reference: str) -> tuple[str, ModelReply | None, list]:
-        """(feedback text, the provider's reply, stated answers it contains). Simple feedback calls no model."""
+                 reference: str) -> tuple[str, ModelReply | None, list, int]:
+        """(feedback text, the provider's reply, stated answers it contains, model calls made). Simple feedback
+        calls no model. Detail feedback that states an answer is asked for once more when the run says so; a
+        replay provider plays ``recorded_answers["<provider>:feedback:again"]`` then (its feedback asked once
+        more), since the same recording would give the same text."""
         if kind == BenchRun.Feedback.SIMPLE:
-            return self.provider_templates["simple_feedback"], None, []
+            return self.provider_templates["simple_feedback"], None, [], 0
         if kind == BenchRun.Feedback.HUMAN:
-            return self.human_feedback[len(history) - 1], None, []
+            return self.human_feedback[len(history) - 1], None, [], 0
         prompt = self.provider_templates["provider_detail"].format(
             question=task.question.strip(), options=format_options(task.options) if task.options else "",
             attempts=attempts_text(history),
@@ -106,15 +116,17 @@ class Lane(LeasedLane):
         )
         images = self.images(task)
         messages = (Message(role="user", content=(*images, prompt) if images else (prompt,)),)
-        context = self.context(task, len(history) - 1, f"{provider.name}:feedback")
-        reply = self.call(provider, messages, context)
+        recorded = f"{provider.name}:feedback"
+        reply = self.call(provider, messages, self.context(task, len(history) - 1, recorded))
         stated = detect_stated_answers(reply.text, task.answer_type, task.options or ())
-        if stated and self.run.regenerate_leaks and not reply.error:
-            again = self.call(provider, messages, context)  # once: feedback that states the answer inflates the rates
-            again_stated = detect_stated_answers(again.text, task.answer_type, task.options or ())
-            if not again.error and len(again_stated) < len(stated):
-                reply, stated = again, again_stated
-        return reply.text, reply, stated
+        if not (stated and self.run.regenerate_leaks and not reply.error):
+            return reply.text, reply, stated, 1
+        # once: feedback that states the answer inflates the rates
+        again = self.call(provider, messages, self.context(task, len(history) - 1, f"{recorded}:again", recorded))
+        again_stated = detect_stated_answers(again.text, task.answer_type, task.options or ())
+        if not again.error and len(again_stated) < len(stated):
+            reply, stated = again, again_stated
+        return reply.text, reply, stated, 2
 
     # --- the three steps -----------------------------------------------------------------------------------------
 
@@ -141,9 +153,10 @@ class Lane(LeasedLane):
                     latency_ms=reply.latency_ms))
             with transaction.atomic():
                 BenchAnswer.objects.bulk_create(made, ignore_conflicts=True)
-                self.renew(calls=len(made))
+                self.renew(calls=len(made), pause=False)
             if failure:
                 raise LaneFailed(failure)
+            self.pause_if_due()
         for answer in BenchAnswer.objects.filter(task_id__in=self.tasks, model_config_id__in=self.models):
             if answer.answers_key == keys[answer.model_config_id]:
                 have[(answer.task_id, answer.model_config_id)] = answer
@@ -183,7 +196,8 @@ class Lane(LeasedLane):
                           auto_verdict=False, final_verdict=False, verdict_source=Round.VerdictSource.AUTO,
                           finished_at=timezone.now())
                     for session, (*_, answer) in zip(sessions, chunk, strict=True)])
-                self.renew()
+                self.renew(pause=False)
+            self.pause_if_due()
         return len(planned)
 
     def rounds_run(self, answers: dict[tuple[int, int], BenchAnswer]) -> None:
@@ -211,14 +225,14 @@ class Lane(LeasedLane):
             past = [(r.feedback_text, r.answer_text) for r in history[session.pk]]
             provider_answer = answers.get((task.pk, session.feedback_provider_id))
             reference = provider_answer.answer_text if provider_answer else ""
-            text, provider_reply, stated = self.feedback(session.feedback_kind, session.feedback_provider, task,
-                                                         past, reference)
-            calls += provider_reply is not None
+            text, provider_reply, stated, provider_calls = self.feedback(
+                session.feedback_kind, session.feedback_provider, task, past, reference)
+            calls += provider_calls
             if provider_reply is not None and provider_reply.error:
                 failure = f"{session.feedback_provider.label} failed giving feedback on task {task.external_id}, " \
                           f"round {index}: {provider_reply.error}"
                 break
-            reply = self.answer(session.model_config, task, past, text)
+            reply = self.answer(session.model_config, task, past, text, session.feedback_kind)
             calls += 1
             if reply.error:
                 failure = f"{session.model_config.label} failed on task {task.external_id}, round {index}: " \
@@ -247,9 +261,10 @@ class Lane(LeasedLane):
         with transaction.atomic():
             Round.objects.bulk_create(rounds, ignore_conflicts=True)
             Session.objects.bulk_update(finished, ["status", "completed_at", "corrected_round"])
-            self.renew(calls=calls)
+            self.renew(calls=calls, pause=False)
         if failure:
             raise LaneFailed(failure)
+        self.pause_if_due()
 
 
 def lane_run(*, run_id: int, lane: int, token: str | None = None, seconds: float | None = None) -> bool | str:

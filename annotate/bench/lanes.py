@@ -82,15 +82,18 @@ class LeasedLane:
     def keep_alive(self) -> None:
         """Renew the lease between model calls too: a chunk of slow real models can outlast it."""
         if time.monotonic() - self.renewed_at > lease().total_seconds() / 3:
-            self.renew()
+            self.renew(pause=False)  # pausing here would throw away the calls the chunk has made so far
 
     def call(self, config: ModelConfig, messages: tuple[Message, ...], context: TaskContext) -> ModelReply:
         """A model call that keeps the lease, before it and while it waits for the model's quota."""
         self.keep_alive()
         return call(config, messages, context, keep_alive=self.keep_alive)
 
-    def renew(self, calls: int = 0) -> None:
-        """Keep the lease (and count calls); stop when the run was cancelled or the lane taken over."""
+    def renew(self, calls: int = 0, *, pause: bool = True) -> None:
+        """Keep the lease (and count calls); stop when the run was cancelled or the lane taken over, and with
+        ``pause`` when the time slice is over. Inside the transaction that saves a chunk, renew with pause=False
+        and call ``pause_if_due`` after it commits: a pause raised inside would roll the chunk back, and a chunk
+        longer than the slice would then be redone forever."""
         kept = BenchLane.objects.filter(run=self.run, lane=self.lane, lease_token=self.token).update(
             leased_until=timezone.now() + lease(), calls=F("calls") + calls)
         self.renewed_at = time.monotonic()
@@ -98,6 +101,10 @@ class LeasedLane:
             raise LaneLost(f"lane {self.lane} of run {self.run.pk} is no longer ours")
         if BenchRun.objects.filter(pk=self.run.pk, status=BenchRun.Status.CANCELLED).exists():
             raise LaneLost(f"run {self.run.pk} was cancelled")
+        if pause:
+            self.pause_if_due()
+
+    def pause_if_due(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise LanePaused(f"lane {self.lane} of run {self.run.pk}: time slice over")
 

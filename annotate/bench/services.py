@@ -15,6 +15,7 @@ from annotate.bench.fire_engine import fire_run_prompts
 from annotate.bench.prompts import PROVIDER_TEMPLATES
 from annotate.errors import ApplicationError, Conflict
 from annotate.models import Batch, BenchLane, BenchRun, ModelConfig, Session, Task, User
+from annotate.sessions.prompts import templates_for
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def bench_run_create(*, batch: Batch, receivers: Sequence[str] | str, providers:
         run = BenchRun.objects.create(
             batch=batch, feedback_kinds=kinds, max_rounds=int(rounds), lanes=int(lanes),
             provider_sees_ground_truth=provider_sees_ground_truth, regenerate_leaks=regenerate_leaks,
-            prompts={**prompts, "receiver": dict(batch.prompt_templates or {})},
+            prompts={**prompts, **run_settings_snapshot(batch, [*receiver_models, *provider_models])},
             answers_key="per-model", created_by=created_by, message="Waiting for a bench worker",
             human_session=human)
         run.receivers.set(receiver_models)
@@ -127,6 +128,14 @@ def fire_run_create(*, batch: Batch, protocol: str, students: Sequence[str] | st
         if dispatch:
             transaction.on_commit(lambda: bench_run_dispatch(run.pk))
     return run
+
+
+def run_settings_snapshot(batch: Batch, models: Sequence[ModelConfig]) -> dict:
+    """What the run's models are told and how they generate, as of its start: the receiver's full templates
+    (defaults with the batch's overrides, which the lanes then use) and each model's backend and generation
+    settings (not backend_settings: they may name servers and keys)."""
+    return {"receiver": templates_for(batch.prompt_templates),
+            "generation": {m.name: {"backend": m.backend, "generation": dict(m.generation or {})} for m in models}}
 
 
 def _human_session(batch: Batch, session_id: int) -> Session:

@@ -102,3 +102,48 @@ def test_pages_start_a_run_and_show_progress_then_tables(client, researcher, sen
     prompts = client.get(f"/research/bench/{run.pk}/prompts.json").json()
     assert "Do NOT state the correct answer" in prompts["prompts"]["provider"]["provider_detail"]
     assert prompts["receivers"] == ["r-one", "r-two"] and prompts["max_rounds"] == 3
+
+
+def test_the_form_sets_leak_regeneration_and_the_provider_prompt(client, researcher, bench_batch,  # noqa: F811
+                                                                  sent_tasks):
+    client.force_login(researcher)
+    form = {"batch": bench_batch.pk, "receivers": ["r-one"], "providers": ["p-one"], "feedback": ["detail"],
+            "rounds": 2, "lanes": 1}
+    page = client.get("/research/bench/").content.decode()
+    assert 'name="regenerate_leaks"' in page and 'name="provider_prompt"' in page
+    bad = client.post("/research/bench/", {**form, "provider_prompt": "Help with {question}."})
+    assert bad.status_code == 200 and "The provider prompt must contain {attempts}." in bad.content.decode()
+    assert not BenchRun.objects.exists()
+    # regenerate_leaks left unticked: off; the prompt replaces the provider's template.
+    prompt = "Problem: {question}\nAttempts: {attempts}\nHint without the answer."
+    assert client.post("/research/bench/", {**form, "provider_prompt": prompt}).status_code == 302
+    run = BenchRun.objects.get()
+    assert run.regenerate_leaks is False and run.prompts["provider"]["provider_detail"] == prompt
+    assert client.post("/research/bench/", {**form, "regenerate_leaks": "on"}).status_code == 302
+    assert BenchRun.objects.latest("pk").regenerate_leaks is True
+
+
+def test_a_run_stores_its_models_settings_and_the_receivers_full_templates(client, researcher, bench_batch,  # noqa: F811
+                                                                           sent_tasks):
+    from annotate.bench import services
+    from annotate.models import ModelConfig
+    from annotate.sessions.prompts import DEFAULT_TEMPLATES
+
+    bench_batch.prompt_templates = {"receiver_retry": "Feedback: {feedback}\nTry again."}
+    bench_batch.save(update_fields=["prompt_templates"])
+    ModelConfig.objects.filter(name="r-one").update(generation={"temperature": 0.0, "max_new_tokens": 64})
+    run = services.bench_run_create(batch=bench_batch, receivers="r-one", providers="p-one", dispatch=False)
+    # Edited after the start: the run keeps what it started with.
+    ModelConfig.objects.filter(name="r-one").update(generation={"temperature": 1.0})
+    bench_batch.prompt_templates = {}
+    bench_batch.save(update_fields=["prompt_templates"])
+    assert run.prompts["receiver"] == {**DEFAULT_TEMPLATES, "receiver_retry": "Feedback: {feedback}\nTry again."}
+    client.force_login(researcher)
+    saved = client.get(f"/research/bench/{run.pk}/prompts.json").json()
+    assert saved["generation"]["r-one"] == {"backend": "replay",
+                                            "generation": {"temperature": 0.0, "max_new_tokens": 64}}
+    assert set(saved["generation"]) == {"r-one", "p-one"}
+    assert saved["prompts"]["receiver"]["receiver_retry"] == "Feedback: {feedback}\nTry again."
+    page = client.get(f"/research/bench/{run.pk}/").content.decode()
+    assert 'id="receiver-receiver_retry"' in page and 'id="generation-settings"' in page
+    assert engine.Lane(run, 0, "t").templates["receiver_retry"] == "Feedback: {feedback}\nTry again."
