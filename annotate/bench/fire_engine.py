@@ -139,10 +139,12 @@ class FireLane(LeasedLane):
             raise LaneFailed(f"{model.label} failed on conversation {conversation.external_id}: {reply.error}")
         return reply
 
-    def _save(self, turns: list[FireRunTurn], calls: int) -> None:
+    def _save(self, turns: list[FireRunTurn], calls: int, *, pause: bool = True) -> None:
         with transaction.atomic():
             FireRunTurn.objects.bulk_create(turns, ignore_conflicts=True)
-            self.renew(calls=calls)
+            self.renew(calls=calls, pause=False)  # a pause raised in here would roll the chunk back
+        if pause:
+            self.pause_if_due()
 
     def _chunks(self, make) -> None:
         """``make(conversation, made)`` appends the turns it writes; a chunk is saved as one transaction, and what
@@ -153,9 +155,9 @@ class FireLane(LeasedLane):
                 for conversation in self.conversations[start:start + CHUNK]:
                     make(conversation, made)
             except LaneFailed:
-                self._save(made, calls=len(made))
+                self._save(made, calls=len(made), pause=False)
                 raise
-            self._save(made, calls=len(made))
+            self._save(made, calls=len(made), pause=bool(made))  # a chunk already done is no step to pause on
 
     # --- fixed dialogues -----------------------------------------------------------------------------------------
 

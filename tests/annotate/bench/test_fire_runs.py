@@ -289,3 +289,23 @@ def test_command_api_page_and_exports(fire_run_batch, capsys, api_client, client
     bad = api_client.post("/api/bench-runs/", {"protocol": "fire_free", "batch": "fire-runs", "receivers": "s-a",
                                                "providers": ""}, format="json")
     assert bad.status_code == 400 and "one student and one teacher" in bad.json()["detail"]
+
+
+def test_a_lane_whose_time_slice_ends_mid_chunk_keeps_the_chunk_and_finishes(fire_run_batch):
+    # A slice that is over at once: each continuation must still save what its chunk made before pausing (a pause
+    # raised inside the chunk's transaction would roll it back, and the lane would redo it for ever).
+    from annotate.bench import engine
+
+    run = services.fire_run_create(batch=fire_run_batch, protocol="fire_free", students="s-a,s-b", teachers="t-1",
+                                   baseline="s-a", lanes=1, dispatch=False)
+    outcomes = [engine.lane_run(run_id=run.pk, lane=0, seconds=1e-9)]
+    assert outcomes[0] == engine.PAUSED and FireRunTurn.objects.filter(run=run).exists()
+    while outcomes[-1] == engine.PAUSED and len(outcomes) < 40:
+        outcomes.append(engine.lane_run(run_id=run.pk, lane=0, seconds=1e-9))
+    assert outcomes[-1] is True and len(outcomes) <= 1 + len(fire_run_batch.conversations.all())
+    run.refresh_from_db()
+    assert run.status == BenchRun.Status.DONE
+    assert free_tables(run)[0].rows == [
+        ["s-a", "t-1", 3, d("1.00"), d("2.50"), d("2.50"), d("0.50")],
+        ["s-b", "t-1", 3, d("0.89"), d("5.00"), d("2.08"), d("0.67")],
+    ]
