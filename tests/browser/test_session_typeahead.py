@@ -1,8 +1,9 @@
 """Typing while the model still answers: the keys are kept and land in the feedback box when it appears (with the
 focus); letter shortcuts wait, so an early S, C, W or Ctrl+Enter never skips, judges or sends.
 
-No worker runs: the round stays "generating" until the test generates it in-process, and the page (polling, as
-when its WebSocket is down) sees the answer then. Nothing depends on timing."""
+Nothing is sent to a worker (send_task is replaced, so a worker left by another test cannot answer either): the
+round stays "generating" until the test generates it in-process, and the page (polling, as when its WebSocket is
+down) sees the answer then. Nothing depends on timing."""
 
 import pytest
 from playwright.sync_api import expect
@@ -13,6 +14,12 @@ from tests.browser.conftest import login_by_keyboard, start_next_item_by_keyboar
 from tests.factories import ModelConfigFactory, make_batch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+@pytest.fixture(autouse=True)
+def _no_worker_answers(monkeypatch):
+    """Rounds are queued but never delivered: the test decides when the model has answered."""
+    monkeypatch.setattr("annotate.queue_contract.send_task", lambda name, args, **options: None)
+
 
 TYPED = "s Count the rows first, carefully."  # S, C, W, R, N and F are all shortcuts once the model has answered
 
