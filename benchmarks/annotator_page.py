@@ -97,7 +97,8 @@ def run_browser(base: str, username: str, sessions: int) -> tuple[list[float], d
         page.add_init_script(PROBE)
 
         def weigh(response):
-            if response.request.resource_type in ("script", "stylesheet") and "/annotate/sessions/" in page.url:
+            if (response.request.resource_type in ("script", "stylesheet") and "/annotate/sessions/" in page.url
+                    and not 300 <= response.status < 400):  # a redirect has no body to weigh
                 weights[response.url.split("/static/")[-1]] = len(response.body())
 
         page.on("response", weigh)

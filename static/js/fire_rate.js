@@ -170,7 +170,19 @@
     input.dispatchEvent(new Event("change", {bubbles: true}));
   });
 
+  // `?` lists every shortcut (typed as text in a comment, reason or ranking box); Esc closes the list and the
+  // focus goes back where it was.
+  const shortcuts = $("shortcuts");
+  $("shortcuts-open").addEventListener("click", () => shortcuts.showModal());
+
   document.addEventListener("keydown", (event) => {
+    if (document.querySelector("dialog[open]")) return; // the list is open: its own keys only
+    if (event.key === "?" && !event.ctrlKey && !event.metaKey && !event.altKey
+        && !(event.target.matches && event.target.matches("textarea, input[type=text]"))) {
+      event.preventDefault();
+      shortcuts.showModal();
+      return;
+    }
     if (event.target.closest && event.target.closest("#skip-form")) return; // Enter there skips
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();

@@ -15,6 +15,7 @@
   let sending = false;
   let shownStatus = null; // the status the panels were last drawn for: focus moves only when it changes
   let generatingSince = null;
+  let typedAhead = ""; // typed while the model answers: goes into the feedback box when it appears
   const SLOW_AFTER_S = 45;
   // The page's translations come from Django's JavaScript catalog (loaded before this file).
   const fmt = (template, values) => interpolate(template, values, true);
@@ -137,7 +138,15 @@
       text($("feedback-label"), label);
       const input = $("feedback-input");
       if (!input.value && state.feedback_draft) input.value = state.feedback_draft;
+      if (canAct && typedAhead) {
+        input.value += (input.value && !/\s$/.test(input.value) ? " " : "") + typedAhead;
+        input.setSelectionRange(input.value.length, input.value.length);
+        typedAhead = "";
+        scheduleDraftSave();
+      }
     }
+    if (s === "completed" || s === "abandoned") typedAhead = ""; // no feedback box will come
+    showTypedAhead();
     if (s === "completed") {
       text($("outcome"), state.corrected_round === null ? gettext("Session finished: the model was never corrected.")
         : state.corrected_round === 0 ? gettext("Session finished: the model was right at once (round 0).")
@@ -164,6 +173,31 @@
     const seconds = Math.round((Date.now() - generatingSince) / 1000);
     text($("status-line"), seconds < SLOW_AFTER_S ? fmt(gettext("The model is answering… %(seconds)s s"), {seconds})
       : fmt(gettext("The model is taking longer than usual (%(seconds)s s). Keep this page open: if the call fails, a Retry button appears here."), {seconds}));
+  }
+
+  function showTypedAhead() {
+    $("typed-ahead").hidden = !typedAhead;
+    text($("typed-ahead-text"), typedAhead);
+  }
+
+  // While the model answers, printable keys are kept for the feedback box instead of being lost, and the letter
+  // shortcuts (S, F, C, W, R, N) do nothing, so nothing typed early can skip, judge or send. Space and Enter still
+  // press a focused button; `?` still lists the shortcuts; Backspace takes back the last key kept.
+  function keepTypedAhead(e) {
+    const onControl = e.target.closest && e.target.closest("button, a[href], summary, input, select, textarea");
+    let typed = null;
+    if ([...e.key].length === 1 && e.key !== "?") typed = e.key;
+    else if (e.key === "Enter" && !onControl) typed = "\n";
+    else if (e.key === "Backspace" && typedAhead) {
+      typedAhead = [...typedAhead].slice(0, -1).join("");
+      showTypedAhead();
+      return true;
+    }
+    if (typed === null || (onControl && typed === " ")) return false;
+    if (!typingStartedAt) typingStartedAt = performance.now();
+    typedAhead += typed;
+    showTypedAhead();
+    return true;
   }
 
   // Focus goes where the next action is, once per change of state, never while the annotator types elsewhere.
@@ -265,6 +299,7 @@
     if (!feedback) { error.hidden = false; text(error, gettext("Type your feedback first.")); input.focus(); return; }
     sending = true;
     $("feedback-submit").disabled = true;
+    const sent = input.value; // what is typed after this, while the request is out, is kept for the next round
     try {
       const response = await api("feedback/", {
         feedback, client_request_id: requestId(), confirm_leak: !!confirmLeak,
@@ -273,7 +308,9 @@
       const body = await response.json().catch(() => ({}));
       if (response.ok) {
         sessionStorage.removeItem(`feedback-request-${sessionId}-${state.next_round}`);
-        input.value = ""; typingStartedAt = null; $("leak-warning").hidden = true;
+        const later = input.value.startsWith(sent) ? input.value.slice(sent.length).trimStart() : "";
+        input.value = ""; typingStartedAt = later ? performance.now() : null; $("leak-warning").hidden = true;
+        typedAhead += later;
         state = body; render();
       } else if (body.code === "ground_truth_leak") {
         showLeakWarning(body);
@@ -371,12 +408,13 @@
 
   // Single-key shortcuts work whenever the focus is not in a text field (Esc leaves the feedback box).
   document.addEventListener("keydown", (e) => {
-    if (e.ctrlKey || e.metaKey || e.altKey || document.querySelector("dialog[open]")) return;
+    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing || document.querySelector("dialog[open]")) return;
     const target = e.target;
     if (target.matches && target.matches("textarea, input[type=text]")) {
       if (e.key === "Escape") { e.preventDefault(); target.blur(); $("transcript-heading").focus(); }
       return;
     }
+    if (canAct && state.status === "generating" && keepTypedAhead(e)) { e.preventDefault(); return; }
     const visible = (id) => !$(id).hidden;
     const key = e.key.toLowerCase();
     let done = true;

@@ -1,6 +1,7 @@
 """Playwright driving Debian's chromium (never a downloaded browser) against real servers."""
 
 import pytest
+from playwright.sync_api import expect
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -51,3 +52,34 @@ def login(page, base_url: str, username: str, password: str = "pw-for-tests") ->
     page.fill("#id_password", password)
     page.click("#main button[type=submit]")  # the login form's, not the top bar's language button
     page.wait_for_url(lambda url: "/login/" not in url)
+
+
+def focused(page) -> str:
+    return page.evaluate("document.activeElement.id || document.activeElement.tagName")
+
+
+def tab_to(page, element_id: str, limit: int = 25) -> None:
+    """Tab (like a person, no mouse) until the element has the focus."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if focused(page) == element_id:
+            return
+    raise AssertionError(f"Tab never reached #{element_id}")
+
+
+def login_by_keyboard(page, base_url: str, username: str, password: str = "pw-for-tests") -> None:
+    """Log in as a person without a mouse: the username field has the focus on arrival; type, Tab, type, Enter."""
+    page.goto(f"{base_url}/login/")
+    expect(page.locator("#id_username")).to_be_focused()
+    page.keyboard.type(username)
+    page.keyboard.press("Tab")
+    page.keyboard.type(password)
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
+def start_next_item_by_keyboard(page, kind: str = "conversations") -> None:
+    """From the annotator's home (where logging in lands): Tab to "Start next item", Enter, wait for the item."""
+    tab_to(page, "next-button")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/annotate/{kind}/*/")

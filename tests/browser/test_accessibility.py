@@ -1,11 +1,14 @@
 """axe-core (shipped inside axe-playwright-python: no CDN) on every page an annotator, researcher or admin uses:
 zero serious or critical violations, the session page checked in every state it can be in."""
 
+import re
+
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from django.urls import reverse
 from playwright.sync_api import expect
 
+from annotate.assignments import assignment_skip
 from annotate.crowd.services import invite_link_create
 from annotate.imports.batches import batch_import
 from annotate.models import Job, Round, Session, User
@@ -41,11 +44,15 @@ def session_in(state: str, annotator, batch) -> Session:
         Session.objects.filter(pk=session.pk).update(status=Session.Status.FAILED)
     elif state == "completed":
         Session.objects.filter(pk=session.pk).update(status=Session.Status.COMPLETED, corrected_round=None)
+    elif state == "skipped":
+        assignment_skip(assignment=session.assignment, reason="The image does not load")
+    elif state == "expired":
+        Session.objects.filter(pk=session.pk).update(status=Session.Status.ABANDONED)
     return session
 
 
 @pytest.mark.parametrize("state", ["generating", "awaiting_feedback", "awaiting_verdict", "failed", "completed",
-                                   "leak_warning"])
+                                   "skipped", "expired", "leak_warning", "shortcuts_open", "zoom_open"])
 def test_session_page_in_every_state(page, live_server, state):
     annotator = UserFactory(username=f"a11y-{state}")
     manual = {"answer_type": "manual", "ground_truth": "A rising line"} if state == "awaiting_verdict" else {}
@@ -59,6 +66,18 @@ def test_session_page_in_every_state(page, live_server, state):
         page.fill("#feedback-input", "The answer is 12.")
         page.press("#feedback-input", "Control+Enter")
         expect(page.locator("#leak-warning")).to_be_visible()
+    elif state in ("skipped", "expired"):
+        expect(page.locator("#skipped-note")).to_have_text(re.compile("^Skipped" if state == "skipped" else "^Expired"))
+    elif state == "shortcuts_open":
+        expect(page.locator("#feedback-input")).to_be_focused()
+        page.keyboard.press("Escape")
+        page.keyboard.press("?")
+        expect(page.locator("#shortcuts")).to_be_visible()
+    elif state == "zoom_open":
+        page.locator(".image-button").first.focus()
+        page.keyboard.press("Enter")
+        expect(page.locator("#image-zoom")).to_be_visible()
+        page.keyboard.press("+")
     assert_accessible(page, f"session page ({state})")
 
 
@@ -73,6 +92,9 @@ def test_login_home_and_fire_pages(page, live_server, fire_batch):
     page.goto(f"{live_server.url}{reverse('fire-rate', args=[conversation.id])}")
     expect(page.locator("#chat")).to_be_visible()
     assert_accessible(page, "FIRE rating page")
+    page.keyboard.press("?")
+    expect(page.locator("#shortcuts")).to_be_visible()
+    assert_accessible(page, "FIRE rating page, shortcuts list open")
 
     from tests.evaluation.fire.test_fire_reports import rate_all
 
@@ -98,6 +120,9 @@ def test_preference_page(page, live_server, tmp_path):
     page.goto(f"{live_server.url}{reverse('fire-rate', args=[conversation.id])}")
     expect(page.locator("#chat")).to_be_visible()
     assert_accessible(page, "preference page")
+    page.keyboard.press("?")
+    expect(page.locator("#shortcuts")).to_be_visible()
+    assert_accessible(page, "preference page, shortcuts list open")
 
 
 def test_research_and_import_pages(page, live_server):

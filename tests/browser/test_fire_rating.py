@@ -11,13 +11,9 @@ from playwright.sync_api import expect
 from annotate.imports.batches import import_fire
 from annotate.models import Assignment, Rating
 from tests.annotate.fire.fire_data import record, write_images_dir, write_json
-from tests.browser.conftest import login
+from tests.browser.conftest import focused, login_by_keyboard, start_next_item_by_keyboard
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def focused(page) -> str:
-    return page.evaluate("document.activeElement.id || document.activeElement.tagName")
 
 
 def test_rate_a_conversation_with_the_keyboard_only(page, annotator, live_server, tmp_path):
@@ -26,11 +22,8 @@ def test_rate_a_conversation_with_the_keyboard_only(page, annotator, live_server
     report = import_fire(path, name="fire-browser", images=write_images_dir(tmp_path / "images"), overlap=1)
     assert report.status == "imported", report.render()
 
-    login(page, live_server.url, annotator.username)
-    page.goto(f"{live_server.url}/?annotate=1")
-    page.focus("#next-button")
-    page.keyboard.press("Enter")  # Start next item → the rating page
-    page.wait_for_url("**/annotate/conversations/*/")
+    login_by_keyboard(page, live_server.url, annotator.username)  # lands on the annotator's home
+    start_next_item_by_keyboard(page)  # Tab to "Start next item", Enter → the rating page
     assert page.locator("#conv-ground-truth").inner_text() == "Ground truth: green"
     assert page.locator("#conv-image").evaluate("img => img.complete && img.naturalWidth > 0")
     assert page.locator(".turn-student .part-label").first.inner_text() == "Thought:"
@@ -82,3 +75,41 @@ def test_rate_a_conversation_with_the_keyboard_only(page, annotator, live_server
     assert all(r.is_final for r in ratings.values())
     assert ratings[2].comment == "Uses the feedback; 5 is typed as text here."
     assert Assignment.objects.get(annotator=annotator).status == Assignment.Status.COMPLETED
+
+
+def test_the_shortcuts_list_by_keyboard(page, annotator, live_server, tmp_path):
+    """`?` lists every FIRE shortcut; Esc closes the list and the focus goes back to the score it left; in a comment
+    box `?` is only text."""
+    conversation = record("bars_01.png", "Which bar is the tallest?", "green", 3, source="chartqa", split="fire_test")
+    report = import_fire(write_json(tmp_path / "fire.json", [conversation]), name="fire-shortcuts",
+                         images=write_images_dir(tmp_path / "images"), overlap=1)
+    assert report.status == "imported", report.render()
+    login_by_keyboard(page, live_server.url, annotator.username)
+    start_next_item_by_keyboard(page)
+    start = focused(page)
+    assert start.startswith("score-1-")
+
+    dialog = page.locator("#shortcuts")
+    expect(dialog).to_be_hidden()
+    page.keyboard.press("?")
+    expect(dialog).to_be_visible()
+    for entry in ("Score the focused turn", "Change the focused score by one", "Write a comment on the focused turn",
+                  "Leave the comment box, back to the turn's score", "Save scores and open the next item",
+                  "Open the skip panel", "This list"):
+        expect(dialog).to_contain_text(entry)
+    page.keyboard.press("4")  # keys inside the open list score nothing
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    expect(page.locator(f"#{start}")).to_be_focused()
+    assert not page.locator("#score-1-4").is_checked()
+
+    page.keyboard.press("m")
+    expect(page.locator("#comment-1")).to_be_focused()
+    page.keyboard.type("Why?")
+    expect(page.locator("#comment-1")).to_have_value("Why?")
+    expect(dialog).to_be_hidden()
+    page.keyboard.press("Escape")  # back to the score; from there `?` opens the list again
+    page.keyboard.press("?")
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()

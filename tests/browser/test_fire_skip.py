@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 from annotate.imports.batches import import_fire
 from annotate.models import Assignment
 from tests.annotate.fire.fire_data import sample_records, write_images_dir, write_json
-from tests.browser.conftest import login
+from tests.browser.conftest import login_by_keyboard, start_next_item_by_keyboard, tab_to
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -17,14 +17,11 @@ def test_skip_with_the_keyboard_then_the_next_item(page, annotator, live_server,
     report = import_fire(path, name="fire-skip-browser", images=write_images_dir(tmp_path / "images"), overlap=1)
     assert report.status == "imported", report.render()
 
-    login(page, live_server.url, annotator.username)
-    page.goto(f"{live_server.url}/?annotate=1")
-    page.focus("#next-button")
-    page.keyboard.press("Enter")
-    page.wait_for_url("**/annotate/conversations/*/")
+    login_by_keyboard(page, live_server.url, annotator.username)  # lands on the annotator's home
+    start_next_item_by_keyboard(page)  # Tab to "Start next item", Enter → the rating page
     first_url = page.url
 
-    page.focus("#skip-summary")
+    tab_to(page, "skip-summary", limit=80)  # past every rating and "Save scores and next"
     page.keyboard.press("Enter")  # opens the panel; the focus goes to the reason
     expect(page.locator("#skip-reason")).to_be_focused()
     page.keyboard.press("Enter")  # no reason yet

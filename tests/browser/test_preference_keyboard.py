@@ -5,13 +5,9 @@ import pytest
 from annotate.imports.batches import batch_import
 from annotate.models import Assignment, Ranking, Rating
 from tests.annotate.fire.fire_data import write_images_dir, write_jsonl
-from tests.browser.conftest import login
+from tests.browser.conftest import focused, login_by_keyboard, start_next_item_by_keyboard
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def focused(page) -> str:
-    return page.evaluate("document.activeElement.id || document.activeElement.tagName")
 
 
 def test_rate_a_preference_item_with_the_keyboard_only(page, annotator, live_server, tmp_path):
@@ -21,11 +17,8 @@ def test_rate_a_preference_item_with_the_keyboard_only(page, annotator, live_ser
                           settings={"overlap": 1}, options={"images": str(write_images_dir(tmp_path / "images"))})
     assert report.status == "imported", report.render()
 
-    login(page, live_server.url, annotator.username)
-    page.goto(f"{live_server.url}/?annotate=1")
-    page.focus("#next-button")
-    page.keyboard.press("Enter")
-    page.wait_for_url("**/annotate/conversations/*/")
+    login_by_keyboard(page, live_server.url, annotator.username)  # lands on the annotator's home
+    start_next_item_by_keyboard(page)  # Tab to "Start next item", Enter → the rating page
 
     for candidate in range(2):
         for dimension, key in (("helpfulness", "4"), ("faithfulness", "5"), ("ethics", "3")):

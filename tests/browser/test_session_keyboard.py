@@ -7,31 +7,10 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.models import Assignment, Session
+from tests.browser.conftest import login_by_keyboard, tab_to
 from tests.factories import ModelConfigFactory, attach_image, make_batch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def focused(page) -> str:
-    return page.evaluate("document.activeElement.id || document.activeElement.tagName")
-
-
-def tab_to(page, element_id: str, limit: int = 25) -> None:
-    for _ in range(limit):
-        page.keyboard.press("Tab")
-        if focused(page) == element_id:
-            return
-    raise AssertionError(f"Tab never reached #{element_id}")
-
-
-def login_by_keyboard(page, base_url: str, username: str) -> None:
-    page.goto(f"{base_url}/login/")
-    tab_to(page, "id_username")
-    page.keyboard.type(username)
-    page.keyboard.press("Tab")
-    page.keyboard.type("pw-for-tests")
-    page.keyboard.press("Enter")
-    page.wait_for_url(lambda url: "/login/" not in url)
 
 
 def test_a_whole_session_and_a_skip_by_keyboard(page, annotator, asgi_server, celery_worker_process):
