@@ -88,19 +88,28 @@ def test_mcnemar_p_value_is_the_library_exact_test():
     assert result["p_value"] == pytest.approx(binomtest(0, 4, 0.5).pvalue) == pytest.approx(0.125)
 
 
-def test_a_persons_feedback_replayed_to_another_receiver(bench_batch):  # noqa: F811
+def replay_of_two_rounds_on_t1(batch):
+    """A person's session on t1 corrected in round 2 (two feedback texts), replayed to r-one and r-two."""
     from annotate.bench import services
-    from annotate.models import BenchRun, Round
+    from annotate.models import Round
 
-    # A person corrected some model on t1 in round 2: their two feedback texts go to r-one (wrong at round 0 on t1,
-    # right from round 3) and r-two (right at once on t1: nothing to replay).
-    session = human_session(bench_batch, "t1", 2, "h1")
+    session = human_session(batch, "t1", 2, "h1")
     Round.objects.bulk_create([Round(session=session, index=0, answer_text="Answer: B"),
                                Round(session=session, index=1, feedback_text="Look at the corners."),
                                Round(session=session, index=2, feedback_text="Count the red ones.")])
-    run = services.bench_run_create(batch=bench_batch, receivers="r-one,r-two", providers="",
+    run = services.bench_run_create(batch=batch, receivers="r-one,r-two", providers="",
                                     human_session_id=session.pk, dispatch=False, lanes=1)
     run_all(run)
+    return session, run
+
+
+def test_a_persons_feedback_replayed_to_another_receiver(bench_batch):  # noqa: F811
+    from annotate.bench import services
+    from annotate.models import BenchRun
+
+    # A person corrected some model on t1 in round 2: their two feedback texts go to r-one (wrong at round 0 on t1,
+    # right from round 3) and r-two (right at once on t1: nothing to replay).
+    session, run = replay_of_two_rounds_on_t1(bench_batch)
     run.refresh_from_db()
     assert run.status == BenchRun.Status.DONE and run.feedback_kinds == ["human"]
     replayed = Session.objects.get(bench_run=run)
@@ -115,8 +124,6 @@ def test_a_persons_feedback_replayed_to_another_receiver(bench_batch):  # noqa: 
 
 
 def test_a_replay_of_a_persons_feedback_has_its_own_table(bench_batch, api_client, client):  # noqa: F811
-    from annotate.bench import services
-    from annotate.models import Round
     from evaluation.bench import human_replay_table
     from tests.annotate.bench.test_bench_engine import answers
 
@@ -125,13 +132,7 @@ def test_a_replay_of_a_persons_feedback_has_its_own_table(bench_batch, api_clien
     task = bench_batch.tasks.get(external_id="t1")
     task.recorded_answers["r-one:human"] = answers(2)
     task.save(update_fields=["recorded_answers"])
-    session = human_session(bench_batch, "t1", 2, "h1")
-    Round.objects.bulk_create([Round(session=session, index=0, answer_text="Answer: B"),
-                               Round(session=session, index=1, feedback_text="Look at the corners."),
-                               Round(session=session, index=2, feedback_text="Count the red ones.")])
-    run = services.bench_run_create(batch=bench_batch, receivers="r-one,r-two", providers="",
-                                    human_session_id=session.pk, dispatch=False, lanes=1)
-    run_all(run)
+    session, run = replay_of_two_rounds_on_t1(bench_batch)
     table = human_replay_table(run)
     assert table.columns == ["Receiver", "# Test", "Corrected by round 1", "By round 1 (%)",
                              "Corrected by round 2", "By round 2 (%)"]  # the person gave two rounds
