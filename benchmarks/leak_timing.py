@@ -2,10 +2,11 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/leak_timing.py --runs 300
 
-Creates a scratch test database (Django's, dropped at the end), one number task answered by two annotators, and
+Creates a scratch test database (Django's, dropped at the end), two number tasks each answered by an annotator, and
 times ``POST /api/sessions/<id>/feedback/`` through the Django test client, alternating feedback that states
-the right answer and feedback of the same shape that states a wrong one (both refused with 400). Prints p50/p95
-of each and their difference; asserts nothing.
+the right answer and feedback of the same shape that states a wrong one (both refused with 400; each text is right
+for one task and wrong for the other). Prints p50/p95 of each and their difference; asserts nothing. Every warning
+is padded to ``LEAK_WARNING_MS``: set it to 0 to see the work behind it.
 """
 
 from __future__ import annotations
@@ -35,8 +36,6 @@ from django.test.utils import setup_test_environment  # noqa: E402
 
 from annotate.models import Batch, ModelConfig, Round, Session, Task, User  # noqa: E402
 
-GROUND_TRUTH = "7391"
-
 
 def session_awaiting_feedback(batch: Batch, task: Task, model: ModelConfig, username: str) -> tuple[User, Session]:
     user = User.objects.create_user(username=username, password="x", role=User.Role.ANNOTATOR)
@@ -62,24 +61,29 @@ def main() -> None:
     try:
         batch = Batch.objects.create(name="bench-leak-timing")
         model = ModelConfig.objects.create(name="bench-sim", backend="simulated")
-        task = Task.objects.create(batch=batch, external_id="t1", category="Math", question="How many dots?",
-                                   answer_type=Task.AnswerType.NUMBER, ground_truth=GROUND_TRUTH)
-        kinds = {
-            "right": (*session_awaiting_feedback(batch, task, model, "righty"), "Is it 7390, 7391 or 7392?"),
-            "wrong": (*session_awaiting_feedback(batch, task, model, "wrongy"), "Is it 7392, 7393 or 7394?"),
-        }
-        clients = {}
-        for kind, (user, _, _) in kinds.items():
-            clients[kind] = Client()
-            clients[kind].force_login(user)
-        times: dict[str, list[float]] = {kind: [] for kind in kinds}
+        # Two sessions on two tasks and two texts, each text right for one task and wrong for the other: "right"
+        # and "wrong" then use the same sessions, users and texts equally often, so only the correctness differs
+        # (a first version, one session per kind, measured ~0.3 ms between the two sessions themselves).
+        sessions = []
+        for number, answer in enumerate(("7391", "7395")):
+            task = Task.objects.create(batch=batch, external_id=f"t{number}", category="Math",
+                                       question="How many dots?", answer_type=Task.AnswerType.NUMBER,
+                                       ground_truth=answer)
+            user, session = session_awaiting_feedback(batch, task, model, f"annotator{number}")
+            client = Client()
+            client.force_login(user)
+            sessions.append((client, session))
+        texts = ("Is it 7390, 7391 or 7392?", "Is it 7394, 7395 or 7396?")  # right for the first / second task
+        pairs = {"right": [(sessions[0], texts[0]), (sessions[1], texts[1])],
+                 "wrong": [(sessions[0], texts[1]), (sessions[1], texts[0])]}
+        times: dict[str, list[float]] = {kind: [] for kind in pairs}
         for run in range(args.runs + 20):  # the first 20 of each warm up
             for kind in (("right", "wrong") if run % 2 else ("wrong", "right")):
-                _, session, text = kinds[kind]
+                (client, session), text = pairs[kind][(run // 2) % 2]
                 started = time.perf_counter()
-                response = clients[kind].post(f"/api/sessions/{session.id}/feedback/",
-                                              {"feedback": text, "client_request_id": f"r{run}"},
-                                              content_type="application/json")
+                response = client.post(f"/api/sessions/{session.id}/feedback/",
+                                       {"feedback": text, "client_request_id": f"r{run}"},
+                                       content_type="application/json")
                 elapsed = (time.perf_counter() - started) * 1000
                 if response.status_code != 400:
                     raise SystemExit(f"expected a 400 warning, got {response.status_code}: {response.content[:200]}")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
+from django.conf import settings
 from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotate.assignments import assignment_renew, assignment_skip
+from annotate.errors import ApplicationError
 from annotate.models import Round, Session, Task
 from annotate.server.api_schema import UrlPathField, errors
 from annotate.sessions import services as session_services
@@ -83,10 +87,16 @@ class SessionFeedbackApi(APIView):
                    responses={201: SnapshotSerializer, **errors(400, 403, 404, 409, 415)},
                    summary="Send feedback; the model re-answers (idempotent on client_request_id)")
     def post(self, request, session_id: int):
+        started = time.monotonic()
         data = self.SessionFeedbackInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        rnd, rounds = session_services.round_submit_feedback(session_id=session_id, annotator=request.user,
-                                                             **data.validated_data)
+        try:
+            rnd, rounds = session_services.round_submit_feedback(session_id=session_id, annotator=request.user,
+                                                                 **data.validated_data)
+        except ApplicationError as error:
+            if error.code == "ground_truth_leak":  # the same time for every warning, right or wrong
+                time.sleep(max(0.0, settings.LEAK_WARNING_MS / 1000 - (time.monotonic() - started)))
+            raise
         # The session and its rounds are at hand (locked and updated by the service): no second check or read.
         return Response(session_snapshot(rnd.session, rounds), status=status.HTTP_201_CREATED)
 

@@ -218,3 +218,20 @@ def test_the_researchers_sessions_export_carries_the_stated_answer(annotator, si
     rounds = session_record(exported)["rounds"]
     assert [(r["leak_flagged"], r["stated_answer"], r["stated_answer_correct"]) for r in rounds] == [
         (False, "", None), (True, "the number 7390; the number 7391", True)]
+
+
+@pytest.mark.django_db
+def test_every_warning_is_answered_after_the_same_time_right_or_wrong(api_client, twin_sessions, settings,
+                                                                       monkeypatch):
+    # What the view waits is recorded, not timed: each warning is padded to LEAK_WARNING_MS from its arrival, so
+    # the work behind it (which may differ by microseconds) does not show in when the answer comes.
+    from annotate.sessions import apis
+
+    settings.LEAK_WARNING_MS = 60_000
+    waited = []
+    monkeypatch.setattr(apis.time, "sleep", waited.append)
+    answer_type, truth, options, right_text, wrong_text, *_ = CASES["number"]
+    (right_user, right), (wrong_user, wrong) = twin_sessions(answer_type, truth, options)
+    assert post_feedback(api_client, right_user, right, right_text).status_code == 400
+    assert post_feedback(api_client, wrong_user, wrong, wrong_text).status_code == 400
+    assert len(waited) == 2 and all(59 < seconds <= 60 for seconds in waited)
