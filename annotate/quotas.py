@@ -11,6 +11,9 @@ tokens per minute.
 A call that finds its quota full does not start: ``quota_take`` says how long to wait. The round's Celery task
 then comes back later without having claimed its round (nothing to lose or double, no model error); a bench
 lane waits in place. Models without quotas make no Redis call at all.
+
+People come first: while a person's round waits for its model's quota (and for a few seconds after), bench and
+FIRE runs start no call on that model, so a run never takes the slots a person is waiting for.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2]) - tonumber(ARGV[1])) +
 return {1, ARGV[2]}
 """
 WAIT_WHEN_FULL_SECONDS = 1.0  # how soon a call that found every slot taken asks again
+_PEOPLE_WAITING_KEY = "model-quota:people-waiting:{}"
+PEOPLE_WAITING_SECONDS = 3  # a person's waiting round asks again within WAIT_WHEN_FULL_SECONDS: this outlasts it
 
 
 def _storage_uri() -> str:
@@ -81,10 +86,20 @@ class Slot:
                 _limiter().hit(tpm, "model-tpm", key, cost=min(tokens, left))
 
 
-def quota_take(config: ModelConfig) -> Slot | float:
-    """A slot for one call now, or the seconds to wait before asking again."""
+def quota_take(config: ModelConfig, *, person: bool = True) -> Slot | float:
+    """A slot for one call now, or the seconds to wait before asking again. ``person``: a person's round (False:
+    a bench or FIRE run's call, which yields to people waiting on the same model)."""
     if not has_quota(config):
         return Slot(config, None)
+    if not person and _redis().exists(_PEOPLE_WAITING_KEY.format(config.pk)):
+        return WAIT_WHEN_FULL_SECONDS
+    taken = _take(config)
+    if person and not isinstance(taken, Slot):
+        _redis().set(_PEOPLE_WAITING_KEY.format(config.pk), 1, ex=PEOPLE_WAITING_SECONDS)
+    return taken
+
+
+def _take(config: ModelConfig) -> Slot | float:
     limiter, key = _limiter(), str(config.pk)
     if config.tokens_per_minute:
         tpm = RateLimitItemPerMinute(config.tokens_per_minute)
@@ -108,7 +123,7 @@ def quota_take(config: ModelConfig) -> Slot | float:
 
 def quota_wait(config: ModelConfig, *, keep_alive=lambda: None) -> Slot:
     """Wait in place for a slot (bench lanes), calling ``keep_alive`` between tries."""
-    while not isinstance(taken := quota_take(config), Slot):
+    while not isinstance(taken := quota_take(config, person=False), Slot):
         keep_alive()
         time.sleep(taken)
     return taken

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 def forget(config: ModelConfig) -> None:
     """Quotas live in the shared Redis, beyond the test's transaction (ids can come back on SQLite)."""
-    quotas._redis().delete(quotas._SLOTS_KEY.format(config.pk))
+    quotas._redis().delete(quotas._SLOTS_KEY.format(config.pk), quotas._PEOPLE_WAITING_KEY.format(config.pk))
     for scope, limit in (("model-rpm", config.requests_per_minute), ("model-tpm", config.tokens_per_minute)):
         if limit:
             quotas._limiter().clear(RateLimitItemPerMinute(limit), scope, str(config.pk))
@@ -124,3 +124,16 @@ def test_quotas_are_set_and_checked_like_other_fields():
         model_update(config=config, requests_per_minute=0)
     assert "requests_per_minute" in dict(error.value.problems)
     assert model_update(config=config, requests_per_minute=None).requests_per_minute is None
+
+
+def test_people_come_first_a_run_takes_no_slot_while_a_person_waits(limited):
+    config = limited(max_concurrent_requests=1)
+    held = quotas.quota_take(config, person=False)  # a bench call holds the only slot
+    assert isinstance(quotas.quota_take(config), float)  # a person's round waits for it...
+    held.release()
+    assert isinstance(quotas.quota_take(config, person=False), float)  # ...so the run does not take it back
+    person = quotas.quota_take(config)
+    assert isinstance(person, quotas.Slot)  # the person's round, asking again, gets it
+    person.release()
+    quotas._redis().delete(quotas._PEOPLE_WAITING_KEY.format(config.pk))  # what PEOPLE_WAITING_SECONDS does
+    assert isinstance(quotas.quota_take(config, person=False), quotas.Slot)  # nobody waiting: the run goes on
