@@ -150,6 +150,8 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # STALLED_ROUND_GRACE_SECONDS lost its worker (killed, out of memory, machine gone) and is failed with Retry.
 ROUND_HEARTBEAT_SECONDS = env_int("ROUND_HEARTBEAT_SECONDS", 2)
 STALLED_ROUND_GRACE_SECONDS = env_int("STALLED_ROUND_GRACE_SECONDS", 10)
+# A round still queued (no worker took it) this long after it was queued is sent again: its message may be lost.
+ROUND_REQUEUE_SECONDS = env_int("ROUND_REQUEUE_SECONDS", 120)
 # Every "your feedback states an answer" warning is answered this long after its request arrived (unless the
 # request took longer): its timing must not tell whether the stated answer was right.
 LEAK_WARNING_MS = env_int("LEAK_WARNING_MS", 100)

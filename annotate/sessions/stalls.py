@@ -1,5 +1,6 @@
 """Rounds whose worker died: failed with Retry instead of staying "running" until Redis redelivers their message
-(the visibility timeout, 15 minutes by default).
+(the visibility timeout, 15 minutes by default). And rounds whose message was lost before any worker took it (a
+Redis restarted without persistence, a flushed queue): queued again instead of waiting for ever.
 
 A worker touches its round's ``heartbeat_at`` every ROUND_HEARTBEAT_SECONDS (annotate.sessions.generation). A
 running round whose heartbeat is older than STALLED_ROUND_GRACE_SECONDS is failed with a conditional UPDATE keyed
@@ -16,16 +17,18 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotate.models import Round, Session, User
 from annotate.sessions.failures import WORKER_STOPPED_MESSAGE
 from annotate.sessions.generation import publish_session
 from annotate.sessions.selectors import access_session
+from annotate.sessions.services import round_generation_queue
 
 logger = logging.getLogger(__name__)
-
 
 
 def _stale(now: datetime):
@@ -57,6 +60,25 @@ def rounds_reap_stalled(*, now: datetime | None = None, session_id: int | None =
         logger.warning("round %s: no heartbeat since %s; failed with Retry", round_id, heartbeat_at)
         reaped += 1
     return reaped
+
+
+def rounds_requeue_lost(*, now: datetime | None = None) -> int:
+    """Send again the rounds still waiting for a worker ROUND_REQUEUE_SECONDS after they were queued (or retried),
+    at most once per that time each; returns how many. A second message is harmless: one worker claims the round
+    and any other finds nothing to do, so a round still never runs twice."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.ROUND_REQUEUE_SECONDS)
+    waiting = (Round.objects.filter(generation_status=Round.Generation.QUEUED, created_at__lt=cutoff,
+                                    session__status=Session.Status.GENERATING, session__bench_run__isnull=True)
+               .filter(Q(finished_at__isnull=True) | Q(finished_at__lt=cutoff))  # a retry: queued when it failed
+               .select_related("session__model_config").order_by("pk")[:200])
+    sent = 0
+    for rnd in waiting:
+        if cache.add(f"round-requeued:{rnd.pk}", 1, timeout=settings.ROUND_REQUEUE_SECONDS):
+            round_generation_queue(rnd.pk, rnd.session.model_config)
+            logger.warning("round %s: still queued after %s s; sent again", rnd.pk, settings.ROUND_REQUEUE_SECONDS)
+            sent += 1
+    return sent
 
 
 def session_reap_if_stalled(*, session: Session) -> bool:

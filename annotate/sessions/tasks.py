@@ -31,5 +31,6 @@ def round_generate(self, round_id: int) -> None:
 
 @shared_task(name=queue_contract.ROUNDS_REAP_STALLED, ignore_result=True, expires=30)
 def rounds_reap_stalled() -> int:
-    """Celery beat, every few seconds: fail the rounds whose worker stopped (annotate.sessions.stalls)."""
-    return stalls.rounds_reap_stalled()
+    """Celery beat, every few seconds: fail the rounds whose worker stopped, and send again those whose message
+    was lost (annotate.sessions.stalls)."""
+    return stalls.rounds_reap_stalled() + stalls.rounds_requeue_lost()

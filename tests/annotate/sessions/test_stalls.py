@@ -97,3 +97,25 @@ def test_the_beat_task_reaps_every_stalled_round(running, settings):
     beat(settings.STALLED_ROUND_GRACE_SECONDS + 1)
     assert reap_task() == 1
     assert reap_task() == 0
+
+
+def test_a_round_whose_message_was_lost_is_sent_again_and_still_runs_once(annotator, simulated_model, no_dispatch,
+                                                                           monkeypatch, settings):
+    # A Redis restarted without persistence loses the messages it held: the round would wait for ever.
+    from django.core.cache import cache
+
+    session = assignment_next(annotator=annotator, batch=make_batch(models=[simulated_model])).session
+    rnd = session.rounds.get()
+    cache.delete(f"round-requeued:{rnd.pk}")
+    sent = []
+    monkeypatch.setattr(stalls, "round_generation_queue", lambda round_id, config: sent.append(round_id))
+    assert stalls.rounds_requeue_lost() == 0 and sent == []  # just queued: its message is on its way
+    later = timezone.now() + timedelta(seconds=settings.ROUND_REQUEUE_SECONDS + 1)
+    assert stalls.rounds_requeue_lost(now=later) == 1 and sent == [rnd.pk]
+    assert stalls.rounds_requeue_lost(now=later) == 0  # at most once per ROUND_REQUEUE_SECONDS
+
+    # Both messages arrive after all: the first claims and answers the round, the second finds nothing to do.
+    generation.round_generate(round_id=rnd.pk, claim_token="first-message")
+    generation.round_generate(round_id=rnd.pk, claim_token="sent-again")
+    rnd.refresh_from_db()
+    assert rnd.generation_status == Round.Generation.DONE and rnd.attempts == 1
