@@ -56,8 +56,10 @@ def api_client():
     return APIClient()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def redis_url():
+    """Redis is part of the app (cache, quotas, breaker counts, channel layer): on SQLite the embedded one is
+    started for the whole run, as the demo does, not only for the tests that ask."""
     from tests.stack import ensure_redis
 
     return ensure_redis()

@@ -15,7 +15,7 @@ from annotate.models import ModelConfig
 from models_runtime import Message, TaskContext
 from tests.factories import ModelConfigFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("redis_url")]  # quotas and counts live in Redis
+pytestmark = pytest.mark.django_db
 
 HELLO = (Message(role="user", content=("Say hello.",)),)
 CONTEXT = TaskContext(task_id="bench-guards")

@@ -17,7 +17,7 @@ from annotate.watch.selectors import batch_dashboard
 from tests.annotate.helpers import run_pending_round
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("redis_url")]  # quotas and counts live in Redis
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from annotate.sessions import generation
 from tests.annotate.helpers import run_pending_round
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("redis_url")]  # quotas and counts live in Redis
+pytestmark = pytest.mark.django_db
 
 
 def forget(config: ModelConfig) -> None:

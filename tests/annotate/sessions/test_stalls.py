@@ -100,7 +100,7 @@ def test_the_beat_task_reaps_every_stalled_round(running, settings):
 
 
 def test_a_round_whose_message_was_lost_is_sent_again_and_still_runs_once(annotator, simulated_model, no_dispatch,
-                                                                           monkeypatch, settings, redis_url):
+                                                                           monkeypatch, settings):
     # A Redis restarted without persistence loses the messages it held: the round would wait for ever.
     from django.core.cache import cache
 
