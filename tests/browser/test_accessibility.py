@@ -53,7 +53,9 @@ def session_in(state: str, annotator, batch) -> Session:
 
 @pytest.mark.parametrize("state", ["generating", "awaiting_feedback", "awaiting_verdict", "failed", "completed",
                                    "skipped", "expired", "leak_warning", "shortcuts_open", "zoom_open"])
-def test_session_page_in_every_state(page, live_server, state):
+def test_session_page_in_every_state(page, live_server, state, no_dispatch):
+    # no_dispatch: rounds run here, never on a worker a previous test left running, which could answer after the
+    # state was set and move the session on (seen: "expired" shown as awaiting feedback)
     annotator = UserFactory(username=f"a11y-{state}")
     manual = {"answer_type": "manual", "ground_truth": "A rising line"} if state == "awaiting_verdict" else {}
     batch = make_batch(models=[ModelConfigFactory(name=f"a11y-{state}")], **manual)
