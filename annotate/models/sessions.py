@@ -127,6 +127,8 @@ class Round(models.Model):
             # The stalled-round reaper looks for running rounds with an old heartbeat every few seconds.
             models.Index(fields=["heartbeat_at"], condition=Q(generation_status="running"),
                          name="round_running_heartbeat"),
+            # ... and for queued rounds no worker took (rounds_requeue_lost): only the few waiting are indexed.
+            models.Index(fields=["created_at"], condition=Q(generation_status="queued"), name="round_queued_created"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["session", "index"], name="round_unique_index"),
