@@ -273,6 +273,13 @@ def test_mean_absolute_error_punishes_an_unparseable_score():
     assert mean_absolute_error([8, None, 3], [10, 10, 2], punishment=5).value == Fraction(8, 3)  # 2 + 5 + 1
 
 
+def test_mean_absolute_error_compares_an_unparseable_reference_as_minus_one():
+    # FIRE's code records -1 for a reference it cannot read: |7 - (-1)| = 8; a prediction that cannot be read
+    # either is still an error of 10: (8 + 10 + 0) / 3 = 6
+    result = mean_absolute_error([7, None, 4], [None, None, 4])
+    assert (result.value, result.unparseable, result.unparseable_references) == (6, 1, 2)
+
+
 def test_mean_absolute_error_skips_ignored_ids():
     # Pairs of conversation "a" are skipped, unparseable one included: only |3 - 2| = 1 remains
     result = mean_absolute_error([8, None, 3], [10, 5, 2], ids=["a", "a", "b"], ignored_ids={"a"})
@@ -285,7 +292,6 @@ def test_mean_absolute_error_skips_ignored_ids():
         (([1], [1, 2]), {}, "1 predicted scores but 2 reference scores"),
         (([1, 2], [1, 2]), {"ids": ["a"]}, "2 scores but 1 ids"),
         (([1], [1]), {"ignored_ids": {"a"}}, "ignored_ids needs ids"),
-        (([1, 2], [1, None]), {}, "reference score 1 is missing"),
     ],
 )
 def test_mean_absolute_error_rejects_bad_input(args, kwargs, message):
