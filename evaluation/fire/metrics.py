@@ -297,22 +297,75 @@ def bootstrap_mean_ci(
     return percentile_interval(draws @ values / len(scores), confidence)
 
 
+def cluster_bootstrap_mean_ci(
+    scores: Sequence[Number],
+    clusters: Sequence[Hashable],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> ConfidenceInterval | None:
+    """Percentile bootstrap CI of the mean rating, resampling clusters (a FIRE conversation) with replacement.
+
+    Several raters score the same conversation, so its ratings are not independent draws: each resample draws as
+    many clusters as there are and takes the mean of all their ratings (scipy.stats.bootstrap on the clusters'
+    sums and counts, paired). One cluster: the interval is its mean.
+    """
+    if len(scores) != len(clusters):
+        raise ValueError(f"{len(scores)} scores but {len(clusters)} clusters")
+    if not scores:
+        return None
+    sums: dict[Hashable, float] = defaultdict(float)
+    counts: dict[Hashable, int] = defaultdict(int)
+    for score, cluster in zip(scores, clusters, strict=True):
+        sums[cluster] += float(score)
+        counts[cluster] += 1
+    total, size = np.array(list(sums.values())), np.array(list(counts.values()), dtype=float)
+    if len(total) == 1:
+        mean = float(total[0] / size[0])
+        return ConfidenceInterval(mean, mean, confidence)
+    from scipy.stats import bootstrap
+
+    def pooled_mean(total: np.ndarray, size: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(total.sum(axis=axis) / size.sum(axis=axis))
+
+    result = bootstrap((total, size), pooled_mean, paired=True, vectorized=True, n_resamples=n_resamples,
+                       batch=max(1, 2_000_000 // len(total)),  # bounds the resampled arrays' memory
+                       confidence_level=confidence, method="percentile", random_state=np.random.default_rng(seed))
+    low, high = result.confidence_interval
+    return ConfidenceInterval(float(low), float(high), confidence)
+
+
 def summarize_ratings(
-    scored: Iterable[tuple[Hashable, Number]],
+    scored: Iterable[tuple[Hashable, Number] | tuple[Hashable, Number, Hashable]],
     *,
     n_resamples: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[Hashable, RatingSummary]:
-    """Mean and bootstrap CI of scores grouped by key; keys keep first-seen order."""
+    """Mean and bootstrap CI of scores grouped by key; keys keep first-seen order.
+
+    Items are ``(key, score)`` (the CI resamples ratings) or ``(key, score, cluster)`` (it resamples clusters:
+    ``cluster_bootstrap_mean_ci``).
+    """
     groups: dict[Hashable, list[Number]] = defaultdict(list)
-    for key, score in scored:
+    cluster_groups: dict[Hashable, list[Hashable]] = defaultdict(list)
+    for key, score, *cluster in scored:
         groups[key].append(score)
+        if cluster:
+            cluster_groups[key].append(cluster[0])
+
+    def interval(key: Hashable, scores: list[Number]) -> ConfidenceInterval | None:
+        if key in cluster_groups:
+            return cluster_bootstrap_mean_ci(scores, cluster_groups[key], n_resamples=n_resamples, seed=seed,
+                                             confidence=confidence)
+        return bootstrap_mean_ci(scores, n_resamples=n_resamples, seed=seed, confidence=confidence)
+
     return {
         key: RatingSummary(
             count=len(scores),
             mean=sum((exact_fraction(s) for s in scores), Fraction(0)) / len(scores),
-            ci=bootstrap_mean_ci(scores, n_resamples=n_resamples, seed=seed, confidence=confidence),
+            ci=interval(key, scores),
         )
         for key, scores in groups.items()
     }
@@ -444,7 +497,7 @@ TurnKind = Literal["feedback", "response"]
 
 
 def fire_rating_table(
-    ratings: Iterable[tuple[str, TurnKind, Number]],
+    ratings: Iterable[tuple[str, TurnKind, Number] | tuple[str, TurnKind, Number, Hashable]],
     *,
     splits: Sequence[str] | None = None,
     digits: int = 2,
@@ -454,19 +507,21 @@ def fire_rating_table(
 ) -> Table:
     """Table A1 layout: per split the mean feedback and response rating with 95% CIs, then "All".
 
-    `ratings` are ``(split, turn_kind, score)`` with turn_kind "feedback" or "response".
+    `ratings` are ``(split, turn_kind, score)`` with turn_kind "feedback" or "response", or
+    ``(split, turn_kind, score, conversation)``: then the CIs resample conversations (a cluster bootstrap).
     """
     ratings = list(ratings)
-    for _, kind, _ in ratings:
+    for _, kind, *_ in ratings:
         if kind not in ("feedback", "response"):
             raise ValueError(f"turn kind must be 'feedback' or 'response', got {kind!r}")
+    clustered = bool(ratings) and all(len(r) == 4 for r in ratings)
     summaries = summarize_ratings(
-        (((split, kind), score) for split, kind, score in ratings), n_resamples=n_resamples, seed=seed
+        (((split, kind), *rest) for split, kind, *rest in ratings), n_resamples=n_resamples, seed=seed
     )
     summaries |= summarize_ratings(
-        (((None, kind), score) for _, kind, score in ratings), n_resamples=n_resamples, seed=seed
+        (((None, kind), *rest) for _, kind, *rest in ratings), n_resamples=n_resamples, seed=seed
     )
-    split_order = list(splits) if splits is not None else list(dict.fromkeys(s for s, _, _ in ratings))
+    split_order = list(splits) if splits is not None else list(dict.fromkeys(r[0] for r in ratings))
 
     def cells(split: str | None, kind: TurnKind) -> list[Cell]:
         summary = summaries.get((split, kind))
@@ -480,6 +535,8 @@ def fire_rating_table(
     if len(split_order) > 1:
         row_keys.append(("All", None))
     rows = [[label, *cells(key, "feedback"), *cells(key, "response")] for label, key in row_keys]
+    resampled = "resampling conversations (several raters score one conversation)" if clustered else \
+        "resampling ratings"
     return Table(
         title=title,
         columns=[
@@ -493,6 +550,6 @@ def fire_rating_table(
         ],
         rows=rows,
         notes=[
-            f"Mean rating; 95% CI by percentile bootstrap over ratings ({n_resamples} resamples, seed {seed}).",
+            f"Mean rating; 95% CI by percentile bootstrap {resampled}, {n_resamples} resamples, seed {seed}.",
         ],
     )

@@ -14,6 +14,7 @@ from evaluation.fire.metrics import (
     bootstrap_mean_ci,
     cider_d,
     cider_d_per_item,
+    cluster_bootstrap_mean_ci,
     disagreement_items,
     fire_rating_table,
     free_dialogue_metrics,
@@ -323,6 +324,23 @@ def test_bootstrap_mean_ci_is_seeded_and_contains_the_mean():
     assert 3.5 in first
     assert 1 <= first.low < 3.5 < first.high <= 5
     assert bootstrap_mean_ci([]) is None
+
+
+def test_cluster_bootstrap_resamples_whole_clusters():
+    # Clusters "a" (1, 1, 1) and "b" (5, 5, 5): a resample is aa, ab/ba or bb (1/4, 1/2, 1/4), so the 95%
+    # percentile interval is [1, 5]; resampling the six ratings would give [10/6, 26/6].
+    ci = cluster_bootstrap_mean_ci([1, 1, 1, 5, 5, 5], ["a", "a", "a", "b", "b", "b"], seed=2)
+    assert (ci.low, ci.high) == (1.0, 5.0)
+    ratings = bootstrap_mean_ci([1, 1, 1, 5, 5, 5], seed=2)
+    assert (round(ratings.low, 2), round(ratings.high, 2)) == (1.67, 4.33)
+    # One cluster: every resample is that cluster; its mean is the interval. Unequal sizes pool the ratings.
+    single = cluster_bootstrap_mean_ci([2, 4], ["a", "a"])
+    assert (single.low, single.high) == (3.0, 3.0)
+    uneven = cluster_bootstrap_mean_ci([1, 5, 5, 5], ["a", "b", "b", "b"], seed=0)
+    assert uneven.low == 1.0 and uneven.high == 5.0  # aa and bb each 1/4 of the resamples
+    assert cluster_bootstrap_mean_ci([], []) is None
+    with pytest.raises(ValueError, match="2 scores but 1 clusters"):
+        cluster_bootstrap_mean_ci([1, 2], ["a"])
 
 
 def test_fire_rating_table():
