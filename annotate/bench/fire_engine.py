@@ -16,6 +16,7 @@ from django.db.models import F
 
 from annotate.bench.fire_parsing import feedback_for_student, fixed_dialogue_reading, official_score
 from annotate.bench.lanes import LaneFailed, LeasedLane, ModelReply
+from annotate.bench.selectors import run_providers, run_receivers
 from annotate.errors import ApplicationError
 from annotate.models import BenchRun, Conversation, FireRunTurn, ModelConfig, Turn
 from models_runtime import GenerationSettings, ImagePart, Message, ModelError, TaskContext
@@ -92,8 +93,8 @@ def dialogue_ended(scores: list[float | None], *, threshold: int, n_max: int) ->
 class FireLane(LeasedLane):
     def __init__(self, run: BenchRun, lane: int, token: str, deadline: float | None = None):
         super().__init__(run, lane, token, deadline)
-        self.students = list(run.receivers.order_by("name"))
-        self.teachers = list(run.providers.order_by("name"))
+        self.students = run_receivers(run)
+        self.teachers = run_providers(run)
         self.templates = {**FIRE_TEMPLATES, **(run.prompts.get("fire") or {})}
         self.conversations = list(
             Conversation.objects.filter(batch=run.batch).annotate(lane=F("id") % run.lanes).filter(lane=lane)

@@ -170,3 +170,30 @@ def test_free_dialogues_stop_as_fires_runner_and_parse_scores_officially(slips_b
     assert ["s-b", "t-free", "4", "1.00", "2.67", "2.00", "0.67"] in rows
     document = json.loads(exported(capsys, "fire-free", "json"))
     assert any("is 0 or cannot be read" in note for note in document[0]["notes"])
+
+
+def test_each_fire_run_has_its_own_tables_by_command_page_and_api(slips_batch, capsys, client):
+    from annotate.models import User
+    from tests.factories import UserFactory
+
+    students = services.fire_run_create(batch=slips_batch, protocol="fire_fixed", students="s-echo", teachers="",
+                                        lanes=1, dispatch=False)
+    run_all(students)
+    teachers = services.fire_run_create(batch=slips_batch, protocol="fire_fixed", students="", teachers="t-slips",
+                                        lanes=1, dispatch=False)
+    run_all(teachers)
+    latest = csv_rows(exported(capsys, "fire-fixed"))
+    assert TABLE_3_ROW in latest and latest[0][0] == "Teacher"  # the latest finished run: Table 3 only
+    call_command("export_tables", "--table", "fire-fixed", "--format", "csv", "--run", str(students.pk))
+    chosen = capsys.readouterr().out
+    assert csv_rows(chosen)[0][0] == "Student" and ["s-echo", "7", "1.00", "1.00", "1.00", "1.00", "10.00"] in \
+        csv_rows(chosen)
+
+    researcher = UserFactory(username="rita", role=User.Role.RESEARCHER)
+    slips_batch.members.add(researcher)
+    client.force_login(researcher)
+    page = client.get(f"/research/bench/{students.pk}/").content.decode()
+    assert f'href="/research/bench/{students.pk}/table.csv"' in page
+    assert client.get(f"/research/bench/{students.pk}/table.csv").content.decode() == chosen
+    tables = client.get(f"/api/bench-runs/{teachers.pk}/table.json").json()
+    assert [t["title"].split(",")[0] for t in tables] == ["FIRE fixed dialogues: teachers (Table 3)"]

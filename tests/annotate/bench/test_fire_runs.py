@@ -272,7 +272,7 @@ def test_command_api_page_and_exports(fire_run_batch, capsys, api_client, client
                                format="json")
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert body["protocol"] == "fire_fixed" and body["table"].endswith("/tables/fire-fixed.json")
+    assert body["protocol"] == "fire_fixed" and body["table"] == f"/api/bench-runs/{body['id']}/table.json"
     run_all(BenchRun.objects.get(pk=body["id"]))
     client.force_login(researcher)
     page = client.get(f"/research/bench/{body['id']}/").content.decode()
