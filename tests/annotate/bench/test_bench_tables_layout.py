@@ -124,3 +124,6 @@ def test_the_run_page_says_done_once(bench_batch, client):  # noqa: F811
     page = client.get(f"/research/bench/{run.pk}/").content.decode()
     status = page[page.index('id="run-status"'):page.index("</p>", page.index('id="run-status"'))]
     assert status.count("Done") == 1
+    # Table 1 on the page: the provider's heading over its three columns, then "# Test", "Detail (%)", ...
+    assert '<th scope="colgroup" colspan="3" class="num">p-one</th>' in page
+    assert '<th scope="col" class="num"># Test</th>' in page and "p-one: # Test" not in page
