@@ -74,6 +74,14 @@ def fire_rating_rows(batch: Batch) -> list[RatingRow]:
             for conversation, split, source, index, *rest in rows]
 
 
+def fire_rating_counts(batch: Batch) -> tuple[int, int, int]:
+    """(conversations, final ratings, raters) of a FIRE batch: what its reports are computed over."""
+    ratings = Rating.objects.filter(turn__conversation__batch=batch, is_final=True, score__isnull=False,
+                                    turn__kind__in=RATED_KINDS)
+    return (batch.conversations.count(), ratings.count(),
+            ratings.values("annotator_id").distinct().count())
+
+
 def _rows_or_error(batch: Batch) -> list[RatingRow]:
     rows = fire_rating_rows(batch)
     if not rows:
