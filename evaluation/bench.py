@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from annotate.bench.selectors import run_providers, run_receivers
 from annotate.errors import NotFound
 from annotate.models import Batch, BenchAnswer, BenchRun, Session, Task
 from evaluation.metrics import BenchTaskRecord, bench_summaries, percent
@@ -31,7 +32,7 @@ def bench_records(run: BenchRun) -> list[BenchTaskRecord]:
     provider right) is corrected with a feedback kind when its session of that kind ended corrected."""
     from annotate.bench.engine import answers_key
 
-    receivers, providers = list(run.receivers.order_by("name")), list(run.providers.order_by("name"))
+    receivers, providers = run_receivers(run), run_providers(run)
     models = {m.pk: m for m in [*receivers, *providers]}
     keys = {pk: answers_key(m) for pk, m in models.items()}
     tasks = dict(Task.objects.filter(batch_id=run.batch_id).exclude(answer_type=Task.AnswerType.MANUAL)
@@ -62,13 +63,14 @@ def bench_records(run: BenchRun) -> list[BenchTaskRecord]:
 
 
 def bench_paper_table(run: BenchRun, *, digits: int = 1) -> Table:
-    """The paper's layout: a row per receiver with its Acc and # Neg, then # Test, Detail (%) and Simple (%) for
-    each provider (a kind the run did not use prints '-')."""
+    """InterFeedback's Tables 1 and 2: a row per receiver (``Model``) with its Acc and # Neg, then # Test, Detail
+    (%) and Simple (%) grouped under each provider's name; rows and groups in the order the run was given them
+    (the paper's). A kind the run did not use prints '-'."""
     summaries = bench_summaries(bench_records(run))
-    receivers = [m.label for m in run.receivers.order_by("name")]
-    providers = [m.label for m in run.providers.order_by("name")]
+    receivers = [m.label for m in run_receivers(run)]
+    providers = [m.label for m in run_providers(run)]
     kinds = set(run.feedback_kinds)
-    columns = ["Receiver", "Acc (%)", "# Neg"]
+    columns = ["Model", "Acc (%)", "# Neg"]
     for provider in providers:
         columns += [f"{provider}: # Test", f"{provider}: Detail (%)", f"{provider}: Simple (%)"]
     rows: list[list[Cell]] = []
@@ -84,11 +86,13 @@ def bench_paper_table(run: BenchRun, *, digits: int = 1) -> Table:
         rows.append(row)
     return Table(
         title=f"InterFeedback-Bench on {run.batch.name} (run {run.pk}): correction rate with LMM feedback",
-        columns=columns, rows=rows,
-        notes=["Acc = round-0 accuracy; # Neg = tasks the receiver got wrong; # Test = those the provider "
-               "answered correctly itself.",
-               f"Detail / Simple = share of # Test corrected within {run.max_rounds} rounds of detailed / simple "
-               "(0-1) feedback, rounded half up. '-' = not run or empty test set."],
+        columns=columns, rows=rows, column_groups=[("", 3), *((provider, 3) for provider in providers)],
+        notes=["Acc (%): the model's round-0 accuracy on the batch. # Neg: the number of negative samples produced "
+               "by the model (tasks it got wrong). # Test: the total number of test samples evaluated (of # Neg, "
+               "those the feedback provider answered correctly itself).",
+               "Detail (%): correction rate of using LMM-generated feedback. Simple (%): correction rate of using "
+               f"simple feedback (0 or 1). Both: the share of # Test corrected within {run.max_rounds} rounds, "
+               "rounded half up. '-' = not run or empty test set. Column names as InterFeedback's Table 1."],
     )
 
 
@@ -108,7 +112,7 @@ def human_replay_table(run: BenchRun, *, digits: int = 1) -> Table:
     for k in rounds:
         columns += [f"Corrected by round {k}", f"By round {k} (%)"]
     rows: list[list[Cell]] = []
-    for receiver in run.receivers.order_by("name"):
+    for receiver in run_receivers(run):
         mine = outcomes.get(receiver.pk, [])
         row: list[Cell] = [receiver.label, len(mine)]
         for k in rounds:
@@ -195,8 +199,8 @@ def comparison_tables(run: BenchRun, *, digits: int = 1) -> list[Table]:
     by_round: list[list[Cell]] = []
     by_category: list[list[Cell]] = []
     tests: list[list[Cell]] = []
-    for receiver in run.receivers.order_by("name"):
-        for provider in run.providers.order_by("name"):
+    for receiver in run_receivers(run):
+        for provider in run_providers(run):
             kinds = [k for k in ("detail", "simple") if k in run.feedback_kinds]
             tasks = sorted(t for (r, t) in human if r == receiver.pk
                            and all((receiver.pk, provider.pk, k, t) in lmm for k in kinds))

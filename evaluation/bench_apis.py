@@ -1,4 +1,5 @@
-"""A bench run's own result table over the API (the batch's table export shows its latest finished run only)."""
+"""A run's own result tables over the API and as downloads (the batch's table export shows its latest finished run
+unless given one): InterFeedback-Bench Tables 1/2 or a replayed person's feedback, FIRE Tables 2-3 or 4-5."""
 
 from __future__ import annotations
 
@@ -12,16 +13,21 @@ from annotate.server.api_schema import errors, file_download
 from evaluation.apis import FileContentNegotiation, TableDocumentSerializer
 from evaluation.bench import run_table
 from evaluation.exporters.tables import render
+from evaluation.exports import render_tables
+from evaluation.fire.runs import fire_run_tables
 
 RUN_TABLE_TYPES = {"csv": "text/csv; charset=utf-8", "md": "text/markdown; charset=utf-8",
                    "tex": "application/x-tex; charset=utf-8", "json": "application/json"}
 
 
 def run_table_response(run, fmt: str) -> HttpResponse:
-    """The run's table as a download: Tables 1/2, or a person's replayed feedback."""
+    """The run's tables as a download: Tables 1/2 or a person's replayed feedback (one table); FIRE's two tables
+    one after another (JSON: a list), as the batch's fire-fixed / fire-free exports write them."""
     if fmt not in RUN_TABLE_TYPES:
         raise Http404(f"Unknown format {fmt!r}; expected one of {', '.join(RUN_TABLE_TYPES)}.")
-    response = HttpResponse(render(run_table(run), fmt), content_type=RUN_TABLE_TYPES[fmt])
+    text = render(run_table(run), fmt) if run.protocol == BenchRun.Protocol.INTERFEEDBACK else \
+        render_tables(fire_run_tables(run), fmt)
+    response = HttpResponse(text, content_type=RUN_TABLE_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="bench-run-{run.pk}-table.{fmt}"'
     return response
 
@@ -33,11 +39,9 @@ class BenchRunTableApi(APIView):
         parameters=[OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=list(RUN_TABLE_TYPES))],
         responses={**file_download("text/csv", "text/markdown", "application/x-tex"),
                    (200, "application/json"): TableDocumentSerializer, **errors(403, 404)},
-        summary="A bench run's result table: Tables 1/2, or per receiver the replayed person's feedback",
+        summary="A run's result tables: Tables 1/2, per receiver the replayed person's feedback, or FIRE's Tables "
+                "2-3 (fixed dialogues) or 4-5 (free dialogues; JSON: a list of tables)",
         tags=["research"],
     )
     def get(self, request, run_id: int, fmt: str):
-        run = bench_selectors.readable_run(request.user, run_id)
-        if run.protocol != BenchRun.Protocol.INTERFEEDBACK:
-            raise Http404("FIRE runs' tables are the batch's fire-fixed / fire-free exports.")
-        return run_table_response(run, fmt)
+        return run_table_response(bench_selectors.readable_run(request.user, run_id), fmt)

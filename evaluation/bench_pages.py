@@ -103,7 +103,8 @@ def bench_run_page(request, run_id: int):
     fire_tables = [html_table(t) for t in fire_run_tables(run)] if done and fire else []
     return render(request, "evaluation/bench_run.html", {
         "run": run, "progress": bench_services.bench_progress(run), "table": table, "fire_tables": fire_tables,
-        "human_ratings": _human_ratings(run) if fire else None, "export_name": run.protocol.replace("_", "-"),
+        "human_ratings": _human_ratings(run) if fire else None,
+        "receivers": bench_selectors.run_receivers(run), "providers": bench_selectors.run_providers(run),
         "leak_counts": sorted(leak_counts.items()), "leaks": leaks[:50],
     })
 
@@ -171,8 +172,9 @@ def bench_run_prompts(request, run_id: int):
     import json
 
     run = bench_selectors.readable_run(request.user, run_id)
-    body = {"run": run.pk, "batch": run.batch.name, "receivers": [m.name for m in run.receivers.order_by("name")],
-            "providers": [m.name for m in run.providers.order_by("name")], "feedback_kinds": run.feedback_kinds,
+    body = {"run": run.pk, "batch": run.batch.name,
+            "receivers": [m.name for m in bench_selectors.run_receivers(run)],
+            "providers": [m.name for m in bench_selectors.run_providers(run)], "feedback_kinds": run.feedback_kinds,
             "max_rounds": run.max_rounds, "provider_sees_ground_truth": run.provider_sees_ground_truth,
             "regenerate_leaks": run.regenerate_leaks, "human_session": run.human_session_id,
             # as stored at the run's start; runs from before that: the models' settings now

@@ -12,10 +12,12 @@ The page and the API build it as an export job (export_jobs.py, a worker writes 
 from __future__ import annotations
 
 import json
+import re
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 from annotate.errors import ApplicationError
 from annotate.modelconfigs.validation import looks_like_a_key
@@ -23,7 +25,7 @@ from annotate.models import Batch, ModelConfig
 from annotate.sessions.prompts import DEFAULT_TEMPLATES
 from evaluation import exports
 from evaluation.exporters.tables import render
-from evaluation.fire.reports import fire_ratings_long
+from evaluation.fire.reports import fire_rating_counts, fire_ratings_long
 from evaluation.models import OutcomeCounter
 
 TABLE_FORMATS = ("csv", "md", "tex", "json")
@@ -56,8 +58,12 @@ FIGURES = (
     ("fig5", "fig5_corrected_round_by_category", "Fig. 5: the same per category (panels in the batch's order)"),
 )
 PROGRESS_EVERY = 1000  # session lines between two progress reports
-# Setting keys whose value is a secret however it looks; their *_env siblings hold a variable's name and stay.
-_SECRET_WORDS = ("key", "secret", "token", "password", "authorization")
+# Words of a setting's name that make its value a secret however it looks (its *_env sibling holds a variable's
+# name and stays). Whole words: "max_new_tokens" and "tokens_per_minute" are settings, "access_token" a secret.
+_SECRET_WORDS = frozenset({"key", "apikey", "secret", "token", "password", "passwd", "authorization", "auth",
+                           "credential", "credentials", "bearer", "cookie"})
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+REMOVED = "<removed: secret>"
 
 # (what is being written, session lines written so far: two per session, one in each sessions file)
 Progress = Callable[[str, int], None]
@@ -77,20 +83,44 @@ def bundle_filename(batch: Batch) -> str:
 
 # --- settings without secrets ---------------------------------------------------------------------------------
 
-def _is_secret(key: str, value) -> bool:
-    name = key.lower()
-    if name.endswith("_env"):
-        return isinstance(value, str) and looks_like_a_key(value)  # a key pasted where its variable's name goes
-    return any(word in name for word in _SECRET_WORDS) or isinstance(value, str) and looks_like_a_key(value)
+def _secret_name(key: str) -> bool:
+    """A name that says its value is secret: api_key, client_secret, accessToken, Authorization, ..."""
+    return not key.lower().endswith("_env") and any(w.lower() in _SECRET_WORDS for w in _WORD.findall(key))
+
+
+def _redact_url(value: str) -> str:
+    """A server's address stays (it says where the model ran); its password and secret query values do not."""
+    parts = urlsplit(value)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", f":{REMOVED}@", 1)
+    pairs = []
+    for pair in parts.query.split("&") if parts.query else []:
+        name, sep, _ = pair.partition("=")
+        pairs.append(f"{name}={REMOVED}" if sep and _secret_name(name) else pair)
+    return urlunsplit(parts._replace(netloc=netloc, query="&".join(pairs)))
+
+
+def _redact_value(key: str, value):
+    if _secret_name(key):
+        return value if isinstance(value, dict | list) else REMOVED  # a dict or list: its own keys decide
+    if not isinstance(value, str):
+        return value
+    url = urlsplit(value)
+    if url.scheme in ("http", "https", "ws", "wss") and url.netloc:
+        return _redact_url(value)
+    return REMOVED if looks_like_a_key(value) else value  # a key pasted anywhere, a *_env name's place included
 
 
 def redact(settings):
-    """The settings with any secret replaced by a marker: only names of environment variables leave the app."""
+    """The settings with only secrets replaced by a marker: keys, tokens, passwords, credentials (by their
+    setting's name, or a value that looks like a key). Every other setting, generation settings and names of
+    environment variables included, stays as the run used it."""
     if isinstance(settings, dict):
-        return {key: "<removed: secret>" if _is_secret(str(key), value) and not isinstance(value, dict | list)
-                else redact(value) for key, value in settings.items()}
+        return {key: redact(_redact_value(str(key), value)) if isinstance(value, dict | list)
+                else _redact_value(str(key), value) for key, value in settings.items()}
     if isinstance(settings, list):
-        return [redact(item) for item in settings]
+        return [redact(item) if isinstance(item, dict | list) else _redact_value("", item) for item in settings]
     return settings
 
 
@@ -199,11 +229,25 @@ def _json(document) -> bytes:
     return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode()
 
 
+def _summary(batch: Batch, sessions: int) -> str:
+    """What the bundle covers, in the words of the batch's kind of study."""
+    if batch.kind == Batch.Kind.FIRE:
+        conversations, ratings, raters = fire_rating_counts(batch)
+        return (f"FIRE conversation rating batch: {conversations:,} conversations, {ratings:,} final ratings (1-5) of "
+                f"teacher feedback and refined student responses by {raters:,} annotators. The rating tables cover "
+                "every final rating (drafts are left out); means have two decimals, rounded half up, with 95% CIs "
+                "by percentile bootstrap resampling conversations. Turns are numbered as the rating page shows "
+                "them (1 = the first student response). FIRE runs' tables (Tables 2-5), where the batch has "
+                "finished runs, come from the latest of each.")
+    if batch.kind == Batch.Kind.INTERFEEDBACK:
+        return (f"{batch.get_kind_display()} batch, {batch.task_count:,} tasks, {sessions:,} completed sessions "
+                "exported. Tables and figures cover every counted session (no filters); percentages have one "
+                "decimal, rounded half up; Average is pooled over sessions.")
+    return f"{batch.get_kind_display()} batch, {batch.task_count:,} items."
+
+
 def _readme(batch: Batch, described: list[tuple[str, str]], skipped: dict[str, str], sessions: int) -> bytes:
-    lines = [f"# Study bundle: {batch.name}", "",
-             f"{batch.get_kind_display()} batch, {batch.task_count:,} tasks, {sessions:,} completed sessions "
-             "exported. Tables and figures cover every counted session (no filters); percentages have one decimal, "
-             "rounded half up; Average is pooled over sessions.", ""]
+    lines = [f"# Study bundle: {batch.name}", "", _summary(batch, sessions), ""]
     if batch.category_order:
         lines += ["Category order: " + ", ".join(batch.category_order) + ".", ""]
     lines += ["| file | what |", "|---|---|", "| README.md | This file |"]

@@ -14,6 +14,9 @@
 | bench         | csv md tex json                 | InterFeedback-Bench Tables 1/2 (latest bench run) |
 | fire-fixed    | csv md tex json                 | FIRE Tables 2 and 3 (latest fixed-dialogue run)   |
 | fire-free     | csv md tex json                 | FIRE Tables 4 and 5 (latest free-dialogue run)    |
+
+The three run tables take the batch's latest finished run of their protocol, or a given finished run
+(``build_export(..., run=...)``, ``export_tables --run ID``).
 | costs         | csv md tex json                 | tokens and cost per model, the batch's budget     |
 
 Sessions are large (299k sessions: minutes, hundreds of MB). Pages and the API export them as a background job
@@ -29,9 +32,9 @@ from dataclasses import dataclass
 from django.utils.text import slugify
 
 from annotate.errors import ApplicationError, NotFound
-from annotate.models import Batch
+from annotate.models import Batch, BenchRun
 from evaluation import selectors
-from evaluation.bench import bench_paper_table, latest_run
+from evaluation.bench import latest_run, run_table
 from evaluation.costs import costs_table
 from evaluation.exporters.plots import render_plot
 from evaluation.exporters.sessions import jsonl_lines
@@ -78,6 +81,9 @@ CONTENT_TYPES = {
     "fire": "application/jsonl; charset=utf-8",
 }
 EXTENSIONS = {"fire": "fire.jsonl"}
+# The exports made from one run's rows: the protocol of the run each takes.
+RUN_EXPORTS: dict[str, str] = {"bench": BenchRun.Protocol.INTERFEEDBACK, "fire-fixed": BenchRun.Protocol.FIRE_FIXED,
+                               "fire-free": BenchRun.Protocol.FIRE_FREE}
 
 
 @dataclass
@@ -129,8 +135,34 @@ def _paper_table(batch: Batch, name: str, filters: ReportFilters) -> Table:
     return accuracy if name == "accuracy" else correction
 
 
-def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_FILTERS) -> Export:
+def run_for_export(batch: Batch, name: str, run: BenchRun | None = None) -> BenchRun:
+    """The run a run table comes from: the given one, checked (the batch's, the table's protocol, finished), or
+    the batch's latest finished run of the protocol."""
+    protocol = RUN_EXPORTS[name]
+    if run is None:
+        return latest_run(batch, protocol=protocol)
+    if run.batch_id != batch.pk:
+        raise ApplicationError(f"Run {run.pk} belongs to batch {run.batch.name!r}, not {batch.name!r}.",
+                               code="bad_run")
+    if run.protocol != protocol:
+        label = BenchRun.Protocol(run.protocol).label.split(":")[0]
+        right = next(n for n, p in RUN_EXPORTS.items() if p == run.protocol)
+        raise ApplicationError(f"Run {run.pk} is an {label} run; the {name} table takes a "
+                               f"{BenchRun.Protocol(protocol).label.split(':')[0]} run ({right} takes this one).",
+                               code="bad_run")
+    if run.status != BenchRun.Status.DONE:
+        raise ApplicationError(f"Run {run.pk} is {run.get_status_display().lower()}: tables come from a finished "
+                               "run.", code="bad_run")
+    return run
+
+
+def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_FILTERS, *,
+                 run: BenchRun | None = None) -> Export:
+    """The export ``name`` of the batch in ``fmt``; ``run``: the run a run table (RUN_EXPORTS) comes from."""
     check_export(name, fmt)
+    if run is not None and name not in RUN_EXPORTS:
+        raise ApplicationError(f"A run is given for the run tables ({', '.join(RUN_EXPORTS)}) only, not {name}.",
+                               code="bad_run")
     filename, content_type = export_filename(batch, name, fmt), CONTENT_TYPES[fmt]
     if name == "sessions":
         lines = jsonl_lines(selectors.export_sessions(batch, filters), fmt)
@@ -142,10 +174,10 @@ def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_
         return Export(filename, content_type, render_plot(name, counts, fmt, **selectors.layout(batch, counts)))
     # FIRE rating tables are built by evaluation.fire.reports (a clear error for a batch without final ratings).
     if name in ("fire-fixed", "fire-free"):
-        tables = fire_run_tables(latest_run(batch, protocol=name.replace("-", "_")))
+        tables = fire_run_tables(run_for_export(batch, name, run))
         return Export(filename, content_type, render_tables(tables, fmt).encode())
     if name == "bench":
-        table = bench_paper_table(latest_run(batch))
+        table = run_table(run_for_export(batch, name, run))
     elif name in FIRE_RATING_EXPORTS:
         table = fire_rating_table(batch, name)
     elif name == "costs":

@@ -22,6 +22,10 @@ class Table:
     # A column whose value repeats down a group of rows (Table 4's model): md and tex print it once per group, as
     # the paper does; csv and json keep it on every row so each row stands alone.
     group_column: str | None = None
+    # Column groups under a shared heading (Table 1's providers): (heading, span) over all columns in order, "" for
+    # no heading. A grouped column is named "<heading>: <name>" (csv and json keep that flat, unique name); md and
+    # tex print the headings on a row of their own and "<name>" below, as the paper does.
+    column_groups: list[tuple[str, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if len(set(self.columns)) != len(self.columns):
@@ -33,6 +37,23 @@ class Table:
                 )
         if self.group_column is not None and self.group_column not in self.columns:
             raise ValueError(f"group column {self.group_column!r} is not one of {self.columns}")
+        if self.column_groups:
+            if sum(span for _, span in self.column_groups) != len(self.columns):
+                raise ValueError(f"column groups span {sum(span for _, span in self.column_groups)} columns but "
+                                 f"the table has {len(self.columns)}")
+            for (heading, _), column in zip(self._group_of_each_column(), self.columns, strict=True):
+                if heading and not column.startswith(f"{heading}: "):
+                    raise ValueError(f"column {column!r} is in group {heading!r}: name it '{heading}: ...'")
+
+    def _group_of_each_column(self) -> list[tuple[str, int]]:
+        return [group for group in self.column_groups for _ in range(group[1])]
+
+    def column_headers(self) -> list[str]:
+        """The names md and tex print under the group headings (without the "<heading>: " prefix)."""
+        if not self.column_groups:
+            return self.columns
+        return [column[len(heading) + 2:] if heading else column
+                for (heading, _), column in zip(self._group_of_each_column(), self.columns, strict=True)]
 
     def grouped_rows(self) -> list[list[Cell]]:
         """The rows with the group column blank where it repeats the row above (md and tex)."""

@@ -35,23 +35,21 @@ class BenchRunSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
     table = serializers.SerializerMethodField(
-        help_text="The run's result table as JSON: Tables 1/2, or for a replay of a person's feedback its own "
-                  "table (FIRE runs: the batch's export_tables table)")
+        help_text="The run's result tables as JSON: Tables 1/2, for a replay of a person's feedback its own "
+                  "table, for FIRE runs a list of their two tables")
     page = serializers.SerializerMethodField()
 
     def get_receivers(self, run) -> list[str]:
-        return [m.name for m in run.receivers.all()]
+        return [m.name for m in selectors.run_receivers(run)]
 
     def get_providers(self, run) -> list[str]:
-        return [m.name for m in run.providers.all()]
+        return [m.name for m in selectors.run_providers(run)]
 
     def get_progress(self, run) -> dict:
         return services.bench_progress(run)
 
     def get_table(self, run) -> str:
-        if run.protocol == BenchRun.Protocol.INTERFEEDBACK:
-            return reverse("api-bench-run-table", args=[run.pk, "json"])
-        return reverse("api-batch-table", args=[run.batch_id, run.protocol.replace("_", "-"), "json"])
+        return reverse("api-bench-run-table", args=[run.pk, "json"])
 
     def get_page(self, run) -> str:
         return reverse("bench-run-page", args=[run.pk])

@@ -22,6 +22,7 @@ from django.utils import timezone
 from annotate.bench.fire_engine import FireLane
 from annotate.bench.lanes import LaneFailed, LaneLost, LanePaused, LeasedLane, ModelReply, lane_claim
 from annotate.bench.prompts import PROVIDER_TEMPLATES, attempts_text
+from annotate.bench.selectors import run_providers, run_receivers
 from annotate.models import BenchAnswer, BenchLane, BenchRun, ModelConfig, Round, Session, Task
 from annotate.sessions.prompts import RoundTurn, conversation, format_options, round0_text, templates_for
 from annotate.sessions.verification import detect_stated_answers, stated_answer_correct, verify
@@ -45,8 +46,8 @@ class Lane(LeasedLane):
 
     def __init__(self, run: BenchRun, lane: int, token: str, deadline: float | None = None):
         super().__init__(run, lane, token, deadline)
-        self.receivers = list(run.receivers.order_by("name"))
-        self.providers = list(run.providers.order_by("name"))
+        self.receivers = run_receivers(run)
+        self.providers = run_providers(run)
         self.models = {m.pk: m for m in [*self.receivers, *self.providers]}
         # The receiver's templates as stored at the run's start (runs from before that stored only the batch's)
         self.templates = templates_for(run.prompts.get("receiver", run.batch.prompt_templates))
@@ -83,10 +84,12 @@ class Lane(LeasedLane):
     # --- the receiver's and the provider's turns -----------------------------------------------------------------
 
     def answer(self, config: ModelConfig, task: Task, history: list[tuple[str, str]], feedback: str,
-               kind: str = "") -> ModelReply:
-        """The receiver's answer in round len(history), after ``feedback`` of ``kind`` (round 0: no history, no
-        feedback). A replay receiver plays ``recorded_answers["<receiver>:<kind>"]`` when the task has it (what it
-        answered after that kind of feedback), else ``recorded_answers["<receiver>"]``."""
+               kind: str = "", provider: ModelConfig | None = None) -> ModelReply:
+        """The receiver's answer in round len(history), after ``feedback`` of ``kind`` from ``provider`` (round 0:
+        no history, no feedback). A replay receiver plays the first the task has of
+        ``recorded_answers["<receiver>:<provider>:<kind>"]`` (what it answered after that provider's feedback of
+        that kind: a task in two providers' test sets may be corrected by one only),
+        ``recorded_answers["<receiver>:<kind>"]`` and ``recorded_answers["<receiver>"]``."""
         turns = conversation(
             round0=round0_text(question=task.question, options=task.options, answer_type=task.answer_type,
                                templates=self.templates),
@@ -97,6 +100,8 @@ class Lane(LeasedLane):
         messages = tuple(Message(role=role, content=(*images, text) if i == 0 and images else (text,))
                          for i, (role, text) in enumerate(turns))
         keys = (f"{config.name}:{kind}", config.name) if kind else (config.name,)
+        if kind and provider is not None:
+            keys = (f"{config.name}:{provider.name}:{kind}", *keys)
         return self.call(config, messages, self.context(task, len(history), *keys))
 
     def feedback(self, kind: str, provider: ModelConfig, task: Task, history: list[tuple[str, str]],
@@ -232,7 +237,8 @@ class Lane(LeasedLane):
                 failure = f"{session.feedback_provider.label} failed giving feedback on task {task.external_id}, " \
                           f"round {index}: {provider_reply.error}"
                 break
-            reply = self.answer(session.model_config, task, past, text, session.feedback_kind)
+            reply = self.answer(session.model_config, task, past, text, session.feedback_kind,
+                                session.feedback_provider)
             calls += 1
             if reply.error:
                 failure = f"{session.model_config.label} failed on task {task.external_id}, round {index}: " \

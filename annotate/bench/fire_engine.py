@@ -9,13 +9,14 @@ teacher's "Score: N / Feedback: ..." texts, one per turn.
 
 from __future__ import annotations
 
-import re
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from django.db import transaction
 from django.db.models import F
 
+from annotate.bench.fire_parsing import feedback_for_student, fixed_dialogue_reading, official_score
 from annotate.bench.lanes import LaneFailed, LeasedLane, ModelReply
+from annotate.bench.selectors import run_providers, run_receivers
 from annotate.errors import ApplicationError
 from annotate.models import BenchRun, Conversation, FireRunTurn, ModelConfig, Turn
 from models_runtime import GenerationSettings, ImagePart, Message, ModelError, TaskContext
@@ -28,8 +29,8 @@ FIRE_TEMPLATES = {
     "teacher": (
         "You are a teacher. A student answered this question about the image.\n"
         "Question: {question}\nCorrect answer: {answer}\nThe student's latest response:\n{response}\n"
-        "Rate it from 0 to 10 and help the student without stating the answer. Reply exactly as:\n"
-        "Score: <0-10>\nFeedback: <your feedback>"
+        "Rate it on a scale of 1 to 10 and help the student without stating the answer. Reply exactly as:\n"
+        "Score: <1-10>\nFeedback: <your feedback>"
     ),
 }
 
@@ -50,43 +51,50 @@ def fire_run_prompts(students: list[ModelConfig], teachers: list[ModelConfig]) -
                            "teachers": {m.name: settings(m) for m in teachers}}}
 
 
-_SCORE = re.compile(r"score\s*[:：]\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
-_FEEDBACK = re.compile(r"feedback\s*[:：]\s*(.*)", re.IGNORECASE | re.DOTALL)
+@dataclass(frozen=True)
+class RecordedTurns:
+    """A recorded conversation as the fixed dialogues use it (FIRE's ``eval_feedback_student`` and
+    ``eval_feedback_teacher``): every student turn with the (response, feedback) pairs before it, and every
+    (student response, teacher turn judging it) pair."""
+
+    students: list[tuple[list[tuple[str, str]], str]]
+    pairs: list[tuple[str, str]]
 
 
-def teacher_score(text: str) -> float | None:
-    """The teacher's 0-10 score, as FIRE's ``get_score`` reads it ("Score: N"); None when there is none."""
-    found = _SCORE.search(text or "")
-    if not found:
-        return None
-    value = float(found.group(1))
-    return value if 0 <= value <= 10 else None
-
-
-def teacher_feedback(text: str) -> str:
-    """The feedback after "Feedback:" (FIRE's ``get_feedback``); the whole text when the marker is missing."""
-    found = _FEEDBACK.search(text or "")
-    return (found.group(1) if found else text or "").strip()
-
-
-def recorded_pairs(conversation: Conversation) -> list[tuple[str, str]]:
-    """The recorded (student response, teacher turn) pairs of a conversation, in order."""
-    turns = sorted(conversation.turns.all(), key=lambda t: t.index)
-    pairs, response = [], None
-    for turn in turns:
+def recorded_turns(conversation: Conversation) -> RecordedTurns:
+    """Every recorded student turn counts, the last one too when no teacher turn follows it; a teacher turn counts
+    when a student response precedes it."""
+    students: list[tuple[list[tuple[str, str]], str]] = []
+    pairs: list[tuple[str, str]] = []
+    response = None
+    for turn in sorted(conversation.turns.all(), key=lambda t: t.index):
         if turn.role == Turn.Role.STUDENT:
+            students.append((list(pairs), turn.text))
             response = turn.text
         elif turn.role == Turn.Role.TEACHER and response is not None:
             pairs.append((response, turn.text))
             response = None
-    return pairs
+    return RecordedTurns(students, pairs)
+
+
+def dialogue_ended(scores: list[float | None], *, threshold: int, n_max: int) -> bool:
+    """After a teacher turn, FIRE's free-dialogue runner (``model_fire_chat_loader.py``) stops at a score >= 8
+    (the run's threshold), at a score of 0 or one it cannot read (it sets that to 0), or at a score that does not
+    rise above the previous one; n_max (FIRE §3.4.1) bounds the rest."""
+    if not scores:
+        return False
+    last = scores[-1]
+    if len(scores) >= n_max or last is None or last == 0 or last >= threshold:
+        return True
+    previous = scores[-2] if len(scores) >= 2 else None
+    return previous is not None and last <= previous
 
 
 class FireLane(LeasedLane):
     def __init__(self, run: BenchRun, lane: int, token: str, deadline: float | None = None):
         super().__init__(run, lane, token, deadline)
-        self.students = list(run.receivers.order_by("name"))
-        self.teachers = list(run.providers.order_by("name"))
+        self.students = run_receivers(run)
+        self.teachers = run_providers(run)
         self.templates = {**FIRE_TEMPLATES, **(run.prompts.get("fire") or {})}
         self.conversations = list(
             Conversation.objects.filter(batch=run.batch).annotate(lane=F("id") % run.lanes).filter(lane=lane)
@@ -121,7 +129,7 @@ class FireLane(LeasedLane):
         for response, feedback in history:
             messages.append(Message(role="assistant", content=(response,)))
             messages.append(Message(role="user", content=(self.templates["student_retry"].format(
-                feedback=teacher_feedback(feedback)),)))
+                feedback=feedback_for_student(feedback)),)))
         return self._checked(self.call(student, tuple(messages), self._context(conversation, student, len(history))),
                              student, conversation)
 
@@ -163,32 +171,34 @@ class FireLane(LeasedLane):
 
     def fixed_dialogues(self) -> None:
         """Every student at every recorded student turn (given the recorded turns before it), every teacher at
-        every recorded teacher turn (given the recorded response it judges); the recorded turn is the reference."""
+        every recorded teacher turn (given the recorded response it judges); the recorded turn is the reference.
+        Teacher turns and references are read as FIRE's ``eval_feedback_teacher`` reads them (fire_parsing)."""
         done = set(FireRunTurn.objects.filter(run=self.run, conversation__in=self.conversations)
                    .values_list("conversation_id", "pair", "number", "role"))
 
         def make(conversation: Conversation, made: list[FireRunTurn]) -> None:
-            pairs = recorded_pairs(conversation)
+            recorded = recorded_turns(conversation)
             for student in self.students:
                 pair = f"{student.pk}:"
-                for number, (response, _) in enumerate(pairs, start=1):
+                for number, (history, response) in enumerate(recorded.students, start=1):
                     if (conversation.pk, pair, number, "student") in done:
                         continue
-                    reply = self.student_turn(student, conversation, pairs[:number - 1])
+                    reply = self.student_turn(student, conversation, history)
                     made.append(FireRunTurn(run=self.run, conversation=conversation, student=student, pair=pair,
                                             number=number, role="student", text=reply.text,
                                             reference_text=response, prompt_tokens=reply.prompt_tokens,
                                             completion_tokens=reply.completion_tokens))
             for teacher in self.teachers:
                 pair = f":{teacher.pk}"
-                for number, (response, feedback) in enumerate(pairs, start=1):
+                for number, (response, feedback) in enumerate(recorded.pairs, start=1):
                     if (conversation.pk, pair, number, "teacher") in done:
                         continue
                     reply = self.teacher_turn(teacher, conversation, response, number - 1)
                     made.append(FireRunTurn(run=self.run, conversation=conversation, teacher=teacher, pair=pair,
                                             number=number, role="teacher", text=reply.text,
-                                            score=teacher_score(reply.text), reference_text=feedback,
-                                            reference_score=teacher_score(feedback),
+                                            score=fixed_dialogue_reading(reply.text).score,
+                                            reference_text=feedback,
+                                            reference_score=fixed_dialogue_reading(feedback).score,
                                             prompt_tokens=reply.prompt_tokens,
                                             completion_tokens=reply.completion_tokens))
 
@@ -197,8 +207,8 @@ class FireLane(LeasedLane):
     # --- free dialogues ------------------------------------------------------------------------------------------
 
     def free_dialogues(self) -> None:
-        """A student answers, the teacher scores and gives feedback, the student answers again, ... until a score
-        reaches the threshold, a score does not rise, or n_max turns (FIRE §3.4.1)."""
+        """A student answers, the teacher scores and gives feedback, the student answers again, ... until the
+        dialogue ends (``dialogue_ended``: FIRE's runner and §3.4.1)."""
         written: dict[tuple[int, str], list[FireRunTurn]] = {}
         for turn in FireRunTurn.objects.filter(run=self.run, conversation__in=self.conversations).order_by(
                 "number", "role"):
@@ -227,14 +237,7 @@ class FireLane(LeasedLane):
                 scores.append(turn.score)
                 response = None
 
-        def ended() -> bool:
-            if not scores:
-                return False
-            last = scores[-1]
-            rising = len(scores) < 2 or (last is not None and (scores[-2] is None or last > scores[-2]))
-            return len(scores) >= self.run.n_max or (last is not None and last >= self.run.threshold) or not rising
-
-        while not ended():
+        while not dialogue_ended(scores, threshold=self.run.threshold, n_max=self.run.n_max):
             number = len(history) + 1
             if response is None:
                 reply = self.student_turn(student, conversation, history)
@@ -243,7 +246,7 @@ class FireLane(LeasedLane):
                                         pair=pair, number=number, role="student", text=response,
                                         prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens))
             judged = self.teacher_turn(teacher, conversation, response, number - 1, student)
-            score = teacher_score(judged.text)
+            score = official_score(judged.text)  # the score alone, as FIRE's runner reads it
             made.append(FireRunTurn(run=self.run, conversation=conversation, student=student, teacher=teacher,
                                     pair=pair, number=number, role="teacher", text=judged.text, score=score,
                                     prompt_tokens=judged.prompt_tokens, completion_tokens=judged.completion_tokens))

@@ -1,9 +1,27 @@
-"""Who may see and start bench runs: admins, and researchers who are members of the run's batch."""
+"""Who may see and start bench runs: admins, and researchers who are members of the run's batch; a run's models in
+the order it was given them."""
 
 from __future__ import annotations
 
 from annotate.errors import NotFound, PermissionDenied
-from annotate.models import Batch, BenchRun, User
+from annotate.models import Batch, BenchRun, ModelConfig, User
+
+
+def _in_run_order(run: BenchRun, role: str, models) -> list[ModelConfig]:
+    """The order the run was given (``--receivers a,b``: the paper's row order); runs from before it was stored,
+    and any model it does not list, by name."""
+    position = {pk: n for n, pk in enumerate((run.model_order or {}).get(role, []))}
+    return sorted(models, key=lambda m: (position.get(m.pk, len(position)), m.name))
+
+
+def run_receivers(run: BenchRun) -> list[ModelConfig]:
+    """The receivers (FIRE: the students), in the run's order."""
+    return _in_run_order(run, "receivers", run.receivers.all())
+
+
+def run_providers(run: BenchRun) -> list[ModelConfig]:
+    """The providers (FIRE: the teachers), in the run's order."""
+    return _in_run_order(run, "providers", run.providers.all())
 
 
 def readable_batch(user: User, *, batch_id: int | None = None, name: str | None = None) -> Batch:

@@ -75,7 +75,7 @@ def bench_run_create(*, batch: Batch, receivers: Sequence[str] | str, providers:
             provider_sees_ground_truth=provider_sees_ground_truth, regenerate_leaks=regenerate_leaks,
             prompts={**prompts, **run_settings_snapshot(batch, [*receiver_models, *provider_models])},
             answers_key="per-model", created_by=created_by, message="Waiting for a bench worker",
-            human_session=human)
+            human_session=human, model_order=_model_order(receiver_models, provider_models))
         run.receivers.set(receiver_models)
         run.providers.set(provider_models)
         BenchLane.objects.bulk_create([BenchLane(run=run, lane=lane) for lane in range(run.lanes)])
@@ -121,6 +121,7 @@ def fire_run_create(*, batch: Batch, protocol: str, students: Sequence[str] | st
             threshold=int(threshold), baseline=baseline or (student_models[0].name if student_models else ""),
             lanes=int(lanes), prompts=prompts, answers_key="per-model",
             ignored_ids=list(dict.fromkeys(i.strip() for i in ignored if i.strip())),
+            model_order=_model_order(student_models, teacher_models),
             created_by=created_by, message="Waiting for a bench worker")
         run.receivers.set(student_models)
         run.providers.set(teacher_models)
@@ -128,6 +129,11 @@ def fire_run_create(*, batch: Batch, protocol: str, students: Sequence[str] | st
         if dispatch:
             transaction.on_commit(lambda: bench_run_dispatch(run.pk))
     return run
+
+
+def _model_order(receivers: Sequence[ModelConfig], providers: Sequence[ModelConfig]) -> dict:
+    """The order the models were named in: the tables' rows and column groups (the paper's order)."""
+    return {"receivers": [m.pk for m in receivers], "providers": [m.pk for m in providers]}
 
 
 def run_settings_snapshot(batch: Batch, models: Sequence[ModelConfig]) -> dict:

@@ -108,6 +108,7 @@ def conversation_payload(conversation: Conversation, *, viewer: User, assignment
         rating = own.get(turn.index)
         entry = {
             "index": turn.index,
+            "number": turn.index + 1,  # what the page shows and the reports call the turn
             "role": turn.role,
             "kind": turn.kind,
             "text": turn.text,

@@ -31,6 +31,8 @@ def _shown(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# Two model names (64 each) and a kind: "<receiver>:<provider>:detail", "<provider>:feedback:again".
+MAX_RECORDED_KEY = 150
 NUL_MESSAGE = "contains a NUL character (\\u0000), which the database cannot store"
 
 
@@ -117,16 +119,18 @@ class Fields:
         return value
 
     def recorded_answers(self, *, max_entries: int, entry: str) -> dict | None:
-        """``recorded_answers``: model name (1-64 characters) -> a list of 1..max_entries strings, what a replay
-        model plays back (``entry`` says what entry k is)."""
+        """``recorded_answers``: a key (a model name, or names and a kind joined by ":", e.g.
+        "<receiver>:<provider>:detail"; 1-150 characters) -> a list of 1..max_entries strings, what a replay model
+        plays back (``entry`` says what entry k is)."""
         value = self.mapping("recorded_answers")
         if not value:
             return value
         ok = True
         for model, answers in value.items():
             name = f"recorded_answers.{model}"
-            if not model.strip() or len(model) > 64:
-                self.problem(name, "model names must be 1–64 characters")
+            if not model.strip() or len(model) > MAX_RECORDED_KEY:
+                self.problem(name, f"keys must be 1–{MAX_RECORDED_KEY} characters (a model name, or names and a "
+                                   "kind joined by ':')")
                 ok = False
             elif not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
                 self.problem(name, f"expected a list of answer strings ({entry})")

@@ -48,6 +48,9 @@ class BenchRun(models.Model):
     human_session = models.ForeignKey(
         "annotate.Session", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         help_text="Replay this human session's feedback to the receivers (does a person's feedback transfer?)")
+    model_order = models.JSONField(
+        default=dict, blank=True,
+        help_text='{"receivers": [ids], "providers": [ids]} in the order the run was given: its tables\' order')
     prompts = models.JSONField(default=dict, help_text="The provider's and receiver's prompt templates, as used")
     answers_key = models.CharField(max_length=64, help_text="Generation settings hash the round-0 answers share")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)

@@ -31,7 +31,8 @@ ConversationSerializer = inline_serializer(
         "split": serializers.CharField(),
         "turns": serializers.ListField(
             child=serializers.DictField(),
-            help_text="index, role, kind, text, parts, is_rateable and (rateable turns) your rating",
+            help_text="index (0-based, what a rating names), number (index + 1: the turn as the page and the "
+                      "reports number it), role, kind, text, parts, is_rateable and (rateable turns) your rating",
         ),
         "can_rate": serializers.BooleanField(),
         "submitted": serializers.BooleanField(),

@@ -38,7 +38,6 @@ def _controls(payload: dict) -> None:
     candidate = 0
     for turn in payload["turns"]:
         turn["role_label"] = ROLE_LABELS.get(turn["role"], turn["role"])
-        turn["number"] = turn["index"] + 1
         if not turn["is_rateable"]:
             continue
         rating = turn["rating"]

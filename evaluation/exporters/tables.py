@@ -41,11 +41,30 @@ def _markdown_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
+def _group_starts(table: Table) -> list[tuple[str, bool]]:
+    """Per column: its group heading ("" for none) and whether it is the group's first column."""
+    starts = []
+    for heading, span in table.column_groups:
+        starts += [(heading, index == 0) for index in range(span)]
+    return starts
+
+
 def to_markdown(table: Table) -> str:
     numeric = _numeric_columns(table)
     lines = [f"**{_markdown_escape(table.title)}**", ""] if table.title else []
-    lines.append("| " + " | ".join(_markdown_escape(c) for c in table.columns) + " |")
-    lines.append("|" + "|".join("---:" if is_num else "---" for is_num in numeric) + "|")
+    if table.column_groups:
+        # Markdown has one header row: it names the ungrouped columns and each group (over its first column); the
+        # grouped columns' own names make the first row below.
+        headers = [column if not heading else heading if first else "" for (heading, first), column in
+                   zip(_group_starts(table), table.columns, strict=True)]
+        names = ["" if not heading else name for (heading, _), name in
+                 zip(_group_starts(table), table.column_headers(), strict=True)]
+        lines.append("| " + " | ".join(_markdown_escape(c) for c in headers) + " |")
+        lines.append("|" + "|".join("---:" if is_num else "---" for is_num in numeric) + "|")
+        lines.append("| " + " | ".join(_markdown_escape(c) for c in names) + " |")
+    else:
+        lines.append("| " + " | ".join(_markdown_escape(c) for c in table.columns) + " |")
+        lines.append("|" + "|".join("---:" if is_num else "---" for is_num in numeric) + "|")
     for row in table.grouped_rows():
         lines.append("| " + " | ".join(_markdown_escape(cell_text(cell)) for cell in row) + " |")
     if table.notes:
@@ -81,7 +100,19 @@ def to_latex(table: Table) -> str:
         lines.append(r"\caption{" + latex_escape(table.title) + "}")
     lines.append(r"\begin{tabular}{" + alignment + "}")
     lines.append(r"\toprule")
-    lines.append(" & ".join(latex_escape(c) for c in table.columns) + r" \\")
+    if table.column_groups:  # a heading over each group, as the paper's Table 1 (booktabs' \cmidrule under it)
+        cells, rules, start = [], [], 1
+        for heading, span in table.column_groups:
+            if heading:
+                cells.append(rf"\multicolumn{{{span}}}{{c}}{{{latex_escape(heading)}}}")
+                rules.append(rf"\cmidrule(lr){{{start}-{start + span - 1}}}")
+            else:
+                cells += [""] * span
+            start += span
+        lines.append(" & ".join(cells) + r" \\")
+        if rules:
+            lines.append(" ".join(rules))
+    lines.append(" & ".join(latex_escape(c) for c in table.column_headers()) + r" \\")
     lines.append(r"\midrule")
     for index, row in enumerate(table.grouped_rows()):
         if index and table.group_column is not None and row[table.columns.index(table.group_column)] != "":

@@ -4,35 +4,44 @@ Input shapes
 - Free dialogue: one sequence of teacher scores per dialogue, ``a_k = [a_k1, ..., a_kt]`` (FIRE's ``score`` field);
   ``None`` for a teacher answer whose score could not be parsed.
 - Fixed dialogue: hypotheses ``list[str]`` with references ``list[list[str]]`` (one or more per hypothesis);
-  predicted and reference scores as two equal-length sequences (``None`` for an unparseable predicted score).
+  predicted and reference scores as two equal-length sequences (``None`` for a score that cannot be read).
 - Human ratings: ``(item_id, rater_id, score)`` triples for agreement; ``(group_key, score)`` pairs for means,
   where the key is anything hashable (a split, a source, a turn index, a turn kind, or a tuple of them).
 
-Decisions (FIRE, Li et al. 2024, §3.4.1 and Table 3; the README's "FIRE metrics: decisions" says the same)
-The authors released no free-dialogue evaluation; the fixed-dialogue numbers follow their
-``llava/eval/analyze_feedback.py`` (github.com/MM-FIRE/FIRE). The paper's sentences were not at hand offline;
-the rules are quoted as issue 23 states them from §3.4.1.
+Decisions (FIRE, Li et al. 2024, §3.4.1 quoted; the README's "FIRE metrics: decisions" says the same)
+FIRE's repository (github.com/MM-FIRE/FIRE) has the fixed-dialogue evaluation (``llava/eval/eval_feedback.py``,
+``analyze_feedback.py``) and a free-dialogue runner (``llava/eval/model_fire_chat_loader.py``), but not the
+computation of AT, ADR, ATR and RR: those follow the paper's formulas.
 
-1. Threshold: "reaches" (>= 8), not "exceeds". Issue 23: "the formulas use >= 8". A score of exactly 8 solves.
-2. n_k: "the **first** turn whose teacher score reaches the threshold (8) within n_max (5) turns, else the
-   punishment p (10)". Scores after the first reaching one do not matter ([3, 9, 5] and [3, 8, 10] both give 2).
-3. Removal: "Samples with n_k = 1 (solved at the first turn) are removed" -- by n_k, not by dialogue length
-   ([8, 5] is removed; a one-turn dialogue that does not reach 8 is kept with n_k = p).
-4. Cut: "n_max bounds every metric, not only AT: a dialogue is cut at turn n_max before ADR, ATR and RR are
-   computed". A solved dialogue ends at turn n_k (the protocol stops there), an unsolved one at turn n_max or
-   its last turn. ADR = mean(a_end - a_1), ATR = mean((a_end - a_1) / (end - 1)),
-   RR = mean(1[a_end >= 8] - 1[a_1 >= 8]). After rule 3, a_1 < 8 always, so RR is the share solved.
-5. Missing score (our decision; the paper does not say): an unparseable teacher score never reaches the
-   threshold but the turn counts for n_k; ADR/ATR/RR take the first and last *scored* turns up to the end
-   (ATR divides by the turns between them). A dialogue with fewer than two scored turns there counts in AT
-   only, so ``refinement_dialogues`` (ADR/ATR/RR) can be smaller than ``dialogues`` (AT).
-6. MAE: the official code marks an unparseable predicted score -1 and then sets the *error* to 10:
-   ``diff = np.abs(preds_scores - labels_scores)``; ``diff[preds_scores==-1] = 10``; it prints
+1. Threshold: >= 8. §3.4.1's prose says dialogues stop when the scores "exceed a pre-defined threshold (we set 8
+   in experiments)" and §5.5 speaks of "scores greater than 8", but Eq. 4 counts 1[a >= 8], §3.3 stops data
+   generation "if the score a in the feedback a >= 8", and the official runner stops at ``scores[-1] >= 8``. The
+   formula and the code agree, so a score of exactly 8 solves.
+2. n_k: "the number of turns n_k in the conversation to solve the k-th data, where VLMs refine their responses
+   until the obtained score exceeds the pre-defined threshold [...] If VLMs fail to obtain a satisfactory score
+   in n_max turns, then n_k = p" (p = 10, n_max = 5): the first turn reaching 8 within n_max turns, else p.
+   Scores after the first reaching one do not matter ([3, 9, 5] and [3, 8, 10] both give 2).
+3. Removal: "if n_k = 1, we remove it from the K samples to compute AT, ADR, ATR, and RR" -- by n_k, not by
+   dialogue length ([8, 5] is removed; a one-turn dialogue that does not reach 8 is kept with n_k = p).
+4. Final turn: a_{k,n_k} is "the obtained score for the response in the final turn". A solved dialogue ends at
+   turn n_k (the protocol stops there); an unsolved one (n_k = p, no such turn) at its last turn, at most n_max.
+   ADR = mean(a_end - a_1) (Eq. 2), ATR = mean((a_end - a_1) / (end - 1)) (Eq. 3, with the turns the dialogue
+   took), RR = mean(1[a_end >= 8] - 1[a_1 >= 8]) (Eq. 4). After rule 3, a_1 < 8 always, so RR is the share
+   solved.
+5. Missing score (not in the paper): FIRE's runner sets a score it cannot read to 0 and stops the dialogue there;
+   the app stops too (annotate.bench.fire_engine.dialogue_ended) but stores no score (None), so that a table can
+   tell "unreadable" from a real 0. None never reaches the threshold but the turn counts for n_k; ADR/ATR/RR take
+   the first and last *scored* turns up to the end (ATR divides by the turns between them). A dialogue with
+   fewer than two scored turns there counts in AT only, so ``refinement_dialogues`` (ADR/ATR/RR) can be smaller
+   than ``dialogues`` (AT).
+6. MAE: the official code reads scores with ``get_score`` (the first line must contain "Score:"; the first
+   whole number on it; annotate.bench.fire_parsing) and marks one it cannot read -1, predicted or reference alike;
+   then ``diff = np.abs(preds_scores - labels_scores)``; ``diff[preds_scores==-1] = 10``; it prints
    ``np.sum(preds_scores==-1)`` as "Failed to follow count" (Table 3's count of unparseable scores), and skips
    conversations whose id is in ``data/ignore_ids.json`` (so does ``analyze_student``). Here: ``punishment``
-   (10) is the error of a ``None`` prediction whatever the reference, ``unparseable`` counts them,
-   ``ignored_ids`` skips pairs by id; a run's ``ignored_ids`` leave conversations out of all its tables
-   (evaluation.fire.runs).
+   (10) is the error of a ``None`` prediction whatever the reference, a ``None`` reference is compared as -1
+   (``unparsed_reference``: |7 - (-1)| = 8), ``unparseable`` counts the predictions, ``ignored_ids`` skips pairs
+   by id; a run's ``ignored_ids`` leave conversations out of all its tables (evaluation.fire.runs).
 7. BLEU / CIDEr: the official ``capeval`` is pycocoevalcap's ``Bleu`` and ``Cider`` (CIDEr-D: clipped counts,
    Gaussian length penalty, document frequency from the references of the corpus scored), called on raw text,
    which both split on whitespace (``s.split()``): case and punctuation stay in the tokens (no PTB tokenizer).
@@ -219,6 +228,7 @@ class MeanAbsoluteError:
     pairs: int  # pairs kept (ignored ones left out)
     unparseable: int  # kept pairs whose predicted score was None, each an error of `punishment`
     ignored: int  # pairs skipped because their id is in `ignored_ids`
+    unparseable_references: int = 0  # kept pairs whose reference score was None, compared as -1
 
 
 def mean_absolute_error(
@@ -226,12 +236,14 @@ def mean_absolute_error(
     reference: Sequence[Number | None],
     *,
     punishment: Number = 10,
+    unparsed_reference: Number = -1,
     ids: Sequence[Hashable] | None = None,
     ignored_ids: Collection[Hashable] = (),
 ) -> MeanAbsoluteError:
     """MAE of teacher scores as FIRE's ``analyze_teacher`` (decision 6).
 
-    A None prediction is an error of `punishment`; pairs whose id (``ids[i]``) is in `ignored_ids` are skipped.
+    A None prediction is an error of `punishment` whatever the reference; a None reference is compared as
+    `unparsed_reference` (the official code's -1); pairs whose id (``ids[i]``) is in `ignored_ids` are skipped.
     """
     if len(predicted) != len(reference):
         raise ValueError(f"{len(predicted)} predicted scores but {len(reference)} reference scores")
@@ -240,13 +252,14 @@ def mean_absolute_error(
     if ignored_ids and ids is None:
         raise ValueError("ignored_ids needs ids, one per score pair")
     errors: list[Fraction] = []
-    unparseable = ignored = 0
+    unparseable = unparseable_references = ignored = 0
     for index, (guess, truth) in enumerate(zip(predicted, reference, strict=True)):
         if ids is not None and ids[index] in ignored_ids:
             ignored += 1
             continue
         if truth is None:
-            raise ValueError(f"reference score {index} is missing: MAE needs every reference score")
+            unparseable_references += 1
+            truth = unparsed_reference
         if guess is None:
             unparseable += 1
             errors.append(exact_fraction(punishment))
@@ -257,6 +270,7 @@ def mean_absolute_error(
         pairs=len(errors),
         unparseable=unparseable,
         ignored=ignored,
+        unparseable_references=unparseable_references,
     )
 
 
@@ -283,22 +297,75 @@ def bootstrap_mean_ci(
     return percentile_interval(draws @ values / len(scores), confidence)
 
 
+def cluster_bootstrap_mean_ci(
+    scores: Sequence[Number],
+    clusters: Sequence[Hashable],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> ConfidenceInterval | None:
+    """Percentile bootstrap CI of the mean rating, resampling clusters (a FIRE conversation) with replacement.
+
+    Several raters score the same conversation, so its ratings are not independent draws: each resample draws as
+    many clusters as there are and takes the mean of all their ratings (scipy.stats.bootstrap on the clusters'
+    sums and counts, paired). One cluster: the interval is its mean.
+    """
+    if len(scores) != len(clusters):
+        raise ValueError(f"{len(scores)} scores but {len(clusters)} clusters")
+    if not scores:
+        return None
+    sums: dict[Hashable, float] = defaultdict(float)
+    counts: dict[Hashable, int] = defaultdict(int)
+    for score, cluster in zip(scores, clusters, strict=True):
+        sums[cluster] += float(score)
+        counts[cluster] += 1
+    total, size = np.array(list(sums.values())), np.array(list(counts.values()), dtype=float)
+    if len(total) == 1:
+        mean = float(total[0] / size[0])
+        return ConfidenceInterval(mean, mean, confidence)
+    from scipy.stats import bootstrap
+
+    def pooled_mean(total: np.ndarray, size: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(total.sum(axis=axis) / size.sum(axis=axis))
+
+    result = bootstrap((total, size), pooled_mean, paired=True, vectorized=True, n_resamples=n_resamples,
+                       batch=max(1, 2_000_000 // len(total)),  # bounds the resampled arrays' memory
+                       confidence_level=confidence, method="percentile", random_state=np.random.default_rng(seed))
+    low, high = result.confidence_interval
+    return ConfidenceInterval(float(low), float(high), confidence)
+
+
 def summarize_ratings(
-    scored: Iterable[tuple[Hashable, Number]],
+    scored: Iterable[tuple[Hashable, Number] | tuple[Hashable, Number, Hashable]],
     *,
     n_resamples: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[Hashable, RatingSummary]:
-    """Mean and bootstrap CI of scores grouped by key; keys keep first-seen order."""
+    """Mean and bootstrap CI of scores grouped by key; keys keep first-seen order.
+
+    Items are ``(key, score)`` (the CI resamples ratings) or ``(key, score, cluster)`` (it resamples clusters:
+    ``cluster_bootstrap_mean_ci``).
+    """
     groups: dict[Hashable, list[Number]] = defaultdict(list)
-    for key, score in scored:
+    cluster_groups: dict[Hashable, list[Hashable]] = defaultdict(list)
+    for key, score, *cluster in scored:
         groups[key].append(score)
+        if cluster:
+            cluster_groups[key].append(cluster[0])
+
+    def interval(key: Hashable, scores: list[Number]) -> ConfidenceInterval | None:
+        if key in cluster_groups:
+            return cluster_bootstrap_mean_ci(scores, cluster_groups[key], n_resamples=n_resamples, seed=seed,
+                                             confidence=confidence)
+        return bootstrap_mean_ci(scores, n_resamples=n_resamples, seed=seed, confidence=confidence)
+
     return {
         key: RatingSummary(
             count=len(scores),
             mean=sum((exact_fraction(s) for s in scores), Fraction(0)) / len(scores),
-            ci=bootstrap_mean_ci(scores, n_resamples=n_resamples, seed=seed, confidence=confidence),
+            ci=interval(key, scores),
         )
         for key, scores in groups.items()
     }
@@ -430,7 +497,7 @@ TurnKind = Literal["feedback", "response"]
 
 
 def fire_rating_table(
-    ratings: Iterable[tuple[str, TurnKind, Number]],
+    ratings: Iterable[tuple[str, TurnKind, Number] | tuple[str, TurnKind, Number, Hashable]],
     *,
     splits: Sequence[str] | None = None,
     digits: int = 2,
@@ -440,19 +507,21 @@ def fire_rating_table(
 ) -> Table:
     """Table A1 layout: per split the mean feedback and response rating with 95% CIs, then "All".
 
-    `ratings` are ``(split, turn_kind, score)`` with turn_kind "feedback" or "response".
+    `ratings` are ``(split, turn_kind, score)`` with turn_kind "feedback" or "response", or
+    ``(split, turn_kind, score, conversation)``: then the CIs resample conversations (a cluster bootstrap).
     """
     ratings = list(ratings)
-    for _, kind, _ in ratings:
+    for _, kind, *_ in ratings:
         if kind not in ("feedback", "response"):
             raise ValueError(f"turn kind must be 'feedback' or 'response', got {kind!r}")
+    clustered = bool(ratings) and all(len(r) == 4 for r in ratings)
     summaries = summarize_ratings(
-        (((split, kind), score) for split, kind, score in ratings), n_resamples=n_resamples, seed=seed
+        (((split, kind), *rest) for split, kind, *rest in ratings), n_resamples=n_resamples, seed=seed
     )
     summaries |= summarize_ratings(
-        (((None, kind), score) for _, kind, score in ratings), n_resamples=n_resamples, seed=seed
+        (((None, kind), *rest) for _, kind, *rest in ratings), n_resamples=n_resamples, seed=seed
     )
-    split_order = list(splits) if splits is not None else list(dict.fromkeys(s for s, _, _ in ratings))
+    split_order = list(splits) if splits is not None else list(dict.fromkeys(r[0] for r in ratings))
 
     def cells(split: str | None, kind: TurnKind) -> list[Cell]:
         summary = summaries.get((split, kind))
@@ -466,6 +535,8 @@ def fire_rating_table(
     if len(split_order) > 1:
         row_keys.append(("All", None))
     rows = [[label, *cells(key, "feedback"), *cells(key, "response")] for label, key in row_keys]
+    resampled = "resampling conversations (several raters score one conversation)" if clustered else \
+        "resampling ratings"
     return Table(
         title=title,
         columns=[
@@ -479,6 +550,6 @@ def fire_rating_table(
         ],
         rows=rows,
         notes=[
-            f"Mean rating; 95% CI by percentile bootstrap over ratings ({n_resamples} resamples, seed {seed}).",
+            f"Mean rating; 95% CI by percentile bootstrap {resampled}, {n_resamples} resamples, seed {seed}.",
         ],
     )

@@ -1,10 +1,12 @@
 """FIRE rating reports: plain rows from the database → ``evaluation.fire.metrics`` → tables and JSON.
 
-Only final ratings count (drafts never reach a report). Annotators are named by pseudonym. The functions the
-researcher pages, the API and ``export_fire`` call:
+Only final ratings count (drafts never reach a report). Annotators are named by pseudonym. A turn is numbered as
+the rating page shows it (1 = the conversation's first turn, the student's first response), in every table and
+file, so a disputed turn can be found where raters saw it. Confidence intervals resample conversations (several
+raters score one conversation). The functions the researcher pages, the API and ``export_fire`` call:
 
 - ``fire_ratings_table(batch)``: Table A1 (mean feedback and response rating per split, 95% bootstrap CIs)
-- ``fire_rating_summary(batch, by)``: mean and CI per split / source / turn index, for each turn kind
+- ``fire_rating_summary(batch, by)``: mean and CI per split / source / turn, for each turn kind
 - ``fire_agreement_table(batch)``, ``fire_kappa_table(batch)``: Krippendorff's alpha (ordinal and interval) and
   pairwise quadratic-weighted kappa, for the batch and per source
 - ``fire_disagreements_table(batch)``: the turns raters disagree on most, for adjudication
@@ -47,7 +49,7 @@ class RatingRow:
     conversation: str  # the conversation's external id
     split: str
     source: str
-    turn: int
+    turn: int  # the number the rating page shows: the turn's index + 1
     role: str
     kind: str
     annotator: str  # pseudonym
@@ -68,7 +70,16 @@ def fire_rating_rows(batch: Batch) -> list[RatingRow]:
         .values_list("turn__conversation__external_id", "turn__conversation__split", "turn__conversation__source",
                      "turn__index", "turn__role", "turn__kind", "annotator__pseudonym", "score", "comment")
     )
-    return [RatingRow(*row) for row in rows]
+    return [RatingRow(conversation, split, source, index + 1, *rest)
+            for conversation, split, source, index, *rest in rows]
+
+
+def fire_rating_counts(batch: Batch) -> tuple[int, int, int]:
+    """(conversations, final ratings, raters) of a FIRE batch: what its reports are computed over."""
+    ratings = Rating.objects.filter(turn__conversation__batch=batch, is_final=True, score__isnull=False,
+                                    turn__kind__in=RATED_KINDS)
+    return (batch.conversations.count(), ratings.count(),
+            ratings.values("annotator_id").distinct().count())
 
 
 def _rows_or_error(batch: Batch) -> list[RatingRow]:
@@ -89,7 +100,7 @@ def fire_ratings_table(batch: Batch, *, digits: int = 2, n_resamples: int = 2000
     rows = _rows_or_error(batch)
     present = {row.split or NO_SPLIT for row in rows}
     return fire_rating_table(
-        ((row.split or NO_SPLIT, row.kind, row.score) for row in rows),
+        ((row.split or NO_SPLIT, row.kind, row.score, row.conversation) for row in rows),
         splits=[split for split in _split_order(batch) if split in present],
         digits=digits, n_resamples=n_resamples, seed=seed,
         title=f"Human ratings (1-5) of FIRE teacher feedback and student responses — {batch.name}",
@@ -101,7 +112,8 @@ GroupBy = Literal["split", "source", "turn"]
 
 def fire_rating_summary(batch: Batch, by: GroupBy = "split", *, digits: int = 2, n_resamples: int = 2000,
                         seed: int = 0) -> Table:
-    """Mean and 95% bootstrap CI of response and feedback ratings per split, source or turn index."""
+    """Mean and 95% bootstrap CI (resampling conversations) of response and feedback ratings per split, source
+    or turn."""
     if by not in ("split", "source", "turn"):
         raise ApplicationError(f"Unknown grouping {by!r}; expected split, source or turn.", code="bad_grouping")
     rows = _rows_or_error(batch)
@@ -110,7 +122,8 @@ def fire_rating_summary(batch: Batch, by: GroupBy = "split", *, digits: int = 2,
         group = {"split": row.split or NO_SPLIT, "source": row.source or NO_SOURCE, "turn": row.turn}[by]
         return (group, row.kind)
 
-    summaries = summarize_ratings(((key(r), r.score) for r in rows), n_resamples=n_resamples, seed=seed)
+    summaries = summarize_ratings(((key(r), r.score, r.conversation) for r in rows), n_resamples=n_resamples,
+                                  seed=seed)
     first_seen = {group: n for n, group in enumerate(dict.fromkeys(group for group, _ in summaries))}
     table_rows = []
     # Groups in file order (turns by index), feedback before response within a group.
@@ -120,12 +133,14 @@ def fire_rating_summary(batch: Batch, by: GroupBy = "split", *, digits: int = 2,
         table_rows.append([group, kind, summary.count, round_half_up(summary.mean, digits),
                            round_half_up(ci.low, digits) if ci else None,
                            round_half_up(ci.high, digits) if ci else None])
-    label = {"split": "Split", "source": "Source", "turn": "Turn index"}[by]
+    label = {"split": "Split", "source": "Source", "turn": "Turn"}[by]
     return Table(
         title=f"Mean FIRE ratings per {label.lower()} — {batch.name}",
         columns=[label, "Kind", "N", "Mean", "95% CI low", "95% CI high"],
         rows=table_rows,
-        notes=[f"95% CI by percentile bootstrap over ratings ({n_resamples} resamples, seed {seed})."],
+        notes=[f"95% CI by percentile bootstrap resampling conversations (several raters score one conversation), "
+               f"{n_resamples} resamples, seed {seed}."
+               + (" Turn: its number on the rating page (1 = the first student response)." if by == "turn" else "")],
     )
 
 
@@ -201,18 +216,20 @@ def fire_disagreements_table(batch: Batch, *, top: int = 20) -> Table:
         rows=[[d.item_id[0], d.item_id[1], kinds[d.item_id],
                " ".join(f"{rater}={int(score)}" for rater, score in d.scores.items()),
                int(d.spread), _round(d.std, 2)] for d in found],
-        notes=["Spread = highest minus lowest score; ordered by spread, then standard deviation."],
+        notes=["Turn: its number on the rating page (1 = the first student response). Spread = highest minus lowest "
+               "score; ordered by spread, then standard deviation."],
     )
 
 
 def fire_ratings_long(batch: Batch) -> Table:
-    """Ratings in long format: one row per (conversation, turn, annotator)."""
+    """Ratings in long format: one row per (conversation, turn, annotator); turn as the rating page numbers it."""
     rows = fire_rating_rows(batch)
     return Table(
         title=f"FIRE ratings, long format — {batch.name}",
         columns=["conversation", "split", "source", "turn", "role", "kind", "annotator", "score", "comment"],
         rows=[[r.conversation, r.split, r.source, r.turn, r.role, r.kind, r.annotator, r.score, r.comment]
               for r in rows],
+        notes=["turn: its number on the rating page (1 = the first student response)."],
     )
 
 
@@ -222,8 +239,9 @@ def _mean_json(scores: list[int]) -> float | int:
 
 
 def fire_conversations_export(batch: Batch) -> list[dict]:
-    """The batch's conversations in the released FIRE JSON schema, each rated turn carrying ``human_rating``
-    (the mean of its raters' final scores) and ``human_ratings`` (``[{"annotator", "score", "comment"}]``)."""
+    """The batch's conversations in the released FIRE JSON schema, each rated turn carrying ``turn`` (its number
+    on the rating page), ``human_rating`` (the mean of its raters' final scores) and ``human_ratings``
+    (``[{"annotator", "score", "comment"}]``)."""
     ratings = Rating.objects.filter(is_final=True, score__isnull=False).select_related("annotator").order_by(
         "annotator__pseudonym")
     turns = Turn.objects.order_by("index").prefetch_related(Prefetch("ratings", queryset=ratings))
@@ -251,6 +269,7 @@ def fire_conversations_export(batch: Batch) -> list[dict]:
             entry = {"role": turn.role, "type": turn.kind, "value": turn.text}
             rated = list(turn.ratings.all())
             if rated:
+                entry["turn"] = turn.index + 1
                 entry["human_rating"] = _mean_json([r.score for r in rated])
                 entry["human_ratings"] = [
                     {"annotator": r.annotator.pseudonym, "score": r.score, "comment": r.comment} for r in rated

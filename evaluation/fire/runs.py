@@ -7,7 +7,8 @@ from __future__ import annotations
 from decimal import Decimal
 from fractions import Fraction
 
-from annotate.bench.fire_engine import teacher_feedback
+from annotate.bench.fire_parsing import UNPARSED_SCORE, fixed_dialogue_reading
+from annotate.bench.selectors import run_providers, run_receivers
 from annotate.models import BenchRun, Conversation, FireRunTurn
 from evaluation.fire.metrics import bleu_scores, cider_d, free_dialogue_metrics, mean_absolute_error
 from evaluation.metrics import round_half_up
@@ -44,7 +45,7 @@ def _text_scores(hypotheses: list[str], references: list[str]) -> list[Cell]:
 def student_table(run: BenchRun) -> Table:
     """Table 2: each student's responses in fixed dialogues against the recorded ones."""
     rows: list[list[Cell]] = []
-    for student in run.receivers.order_by("name"):
+    for student in run_receivers(run):
         turns = list(_turns(run).filter(student=student, role="student", teacher__isnull=True)
                      .order_by("conversation_id", "number"))
         rows.append([student.label, len(turns), *_text_scores([t.text for t in turns],
@@ -57,23 +58,33 @@ def student_table(run: BenchRun) -> Table:
 
 
 def teacher_table(run: BenchRun) -> Table:
-    """Table 3: each teacher's feedback and scores in fixed dialogues against the recorded ones."""
+    """Table 3: each teacher's feedback and scores in fixed dialogues against the recorded ones, both read as
+    FIRE's ``eval_feedback_teacher`` reads them (annotate.bench.fire_parsing): from the stored texts, so the
+    table is the official reading whatever a run stored."""
     rows: list[list[Cell]] = []
-    for teacher in run.providers.order_by("name"):
+    references_unread = 0
+    for teacher in run_providers(run):
         turns = list(_turns(run).filter(teacher=teacher, role="teacher", student__isnull=True)
                      .order_by("conversation_id", "number"))
-        scored = [t for t in turns if t.reference_score is not None]
-        mae = mean_absolute_error([t.score for t in scored], [t.reference_score for t in scored])
+        made = [fixed_dialogue_reading(t.text) for t in turns]
+        recorded = [fixed_dialogue_reading(t.reference_text) for t in turns]
+        mae = mean_absolute_error([m.score for m in made], [r.score for r in recorded],
+                                  unparsed_reference=UNPARSED_SCORE)
+        references_unread = max(references_unread, mae.unparseable_references)
         rows.append([teacher.label, len(turns),
-                     *_text_scores([teacher_feedback(t.text) for t in turns],
-                                   [teacher_feedback(t.reference_text) for t in turns]),
+                     *_text_scores([m.feedback for m in made], [r.feedback for r in recorded]),
                      _number(mae.value), mae.unparseable])
+    notes = ["Scores and feedback read as FIRE's get_score / get_feedback: the first line must contain 'Score:' "
+             "(exactly so) and the score is its first whole number (7.5 gives 7, 12 stays 12); the feedback follows "
+             "'Feedback:'. If either cannot be read, the score is unparseable and the feedback empty (FIRE's "
+             "eval_feedback_teacher). MAE: an unparseable score is an error of 10 (FIRE's analyze_teacher).",
+             *_ignored_note(run)]
+    if references_unread:
+        notes.append(f"Unparseable reference scores: {references_unread} recorded teacher turn(s) have none; as "
+                     "FIRE's code, they are compared as -1 (and their feedback as empty).")
     return Table(title=f"FIRE fixed dialogues: teachers (Table 3), run {run.pk} on {run.batch.name}",
                  columns=["Teacher", "Turns", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "CIDEr", "MAE",
-                          "Unparseable scores"], rows=rows,
-                 notes=["Feedback compared after its 'Feedback:' marker; MAE of the 'Score: N' values, an "
-                        "unparseable score counting as an error of 10 (FIRE's analyze_teacher).",
-                        *_ignored_note(run)])
+                          "Unparseable scores"], rows=rows, notes=notes)
 
 
 def _dialogue_scores(run: BenchRun) -> dict[tuple[int, int], dict[int, tuple[str, list[float | None]]]]:
@@ -90,8 +101,8 @@ def free_tables(run: BenchRun) -> tuple[Table, Table]:
     """Table 4 (AT relative to the baseline student with the same teacher, ADR, ATR, RR) and Table 5 (per
     source dataset)."""
     dialogues = _dialogue_scores(run)
-    students = {m.pk: m for m in run.receivers.all()}
-    teachers = list(run.providers.order_by("name"))
+    students = {m.pk: m for m in run_receivers(run)}
+    teachers = run_providers(run)
     baseline = next((m for m in students.values() if m.name == run.baseline), None)
     settings = {"threshold": run.threshold, "n_max": run.n_max}
 
@@ -112,7 +123,7 @@ def free_tables(run: BenchRun) -> tuple[Table, Table]:
     overall: list[list[Cell]] = []
     by_source: list[list[Cell]] = []
     for teacher in teachers:
-        for student in sorted(students.values(), key=lambda m: m.name):
+        for student in students.values():
             mine = dialogues.get((student.pk, teacher.pk), {})
             overall.append([student.label, teacher.label, len(mine),
                             *metrics([s for _, s in mine.values()], baseline_at(teacher.pk))])
@@ -123,7 +134,10 @@ def free_tables(run: BenchRun) -> tuple[Table, Table]:
     note = (f"AT = mean turns to reach {run.threshold} within {run.n_max} (else 10), relative to "
             f"{baseline.label if baseline else 'the baseline'} (= 1) with the same teacher; dialogues solved at "
             "turn 1 are left out; ADR, ATR, RR as FIRE §3.4.1 (evaluation.fire.metrics).")
-    notes = [note, *_ignored_note(run)]
+    stop = (f"A dialogue stops after a teacher turn whose score reaches {run.threshold}, is 0 or cannot be read, or "
+            f"does not rise (FIRE's runner, model_fire_chat_loader.py), or after {run.n_max} turns; scores read as "
+            "FIRE's get_score (the first whole number of a first line holding 'Score:').")
+    notes = [note, stop, *_ignored_note(run)]
     columns = ["AT", "ADR", "ATR", "RR"]
     return (
         Table(title=f"FIRE free dialogues (Table 4), run {run.pk} on {run.batch.name}",

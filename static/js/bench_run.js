@@ -13,7 +13,8 @@
         const run = await response.json();
         const p = run.progress;
         $("run-status").textContent = run.status;
-        $("run-message").textContent = run.message;
+        // "Done" beside the status "done" says nothing more
+        $("run-message").textContent = run.message.toLowerCase() === run.status ? "" : run.message;
         $("run-calls").textContent = p.model_calls;
         const of = (a, b) => interpolate(gettext("%(done)s of %(total)s"), {done: a, total: b}, true);
         $("run-sessions").textContent = of(p.sessions_done, p.sessions);

@@ -134,3 +134,13 @@ def test_render_plot_rejects_unknown_names_and_empty_data():
         render_plot("fig4", COUNTS, "gif")
     with pytest.raises(ValueError, match="no sessions"):
         render_plot("fig4", {}, "png")
+
+
+def test_column_groups_must_cover_the_columns_and_name_them():
+    with pytest.raises(ValueError, match="column groups span 2 columns but the table has 3"):
+        Table(title="", columns=["Model", "a: x", "a: y"], rows=[], column_groups=[("", 1), ("a", 1)])
+    with pytest.raises(ValueError, match="column 'y' is in group 'a': name it 'a: ...'"):
+        Table(title="", columns=["Model", "a: x", "y"], rows=[], column_groups=[("", 1), ("a", 2)])
+    table = Table(title="", columns=["Model", "a: x", "a: y"], rows=[["m", 1, 2]], column_groups=[("", 1), ("a", 2)])
+    assert table.column_headers() == ["Model", "x", "y"]
+    assert render(table, "csv").splitlines()[0] == "Model,a: x,a: y"  # csv keeps the flat, unique names

@@ -183,6 +183,24 @@ def test_redact_keeps_env_names_and_drops_anything_that_looks_like_a_key():
         "model": "qwen"}
 
 
+def test_the_bundle_keeps_every_generation_setting_and_removes_only_secrets(batch):
+    ModelConfig.objects.filter(name="gpt-4o").update(
+        generation={"max_new_tokens": 64, "temperature": 0.2, "top_p": 0.9, "seed": 7, "stop": ["\n\n"]},
+        backend_settings={"base_url": "https://reader:pa55word@vllm.example.org:8000/v1?api_key=abc&region=eu",
+                          "model": "gpt-4o", "api_key_env": "OPENAI_API_KEY", "api_key": KEY,
+                          "tokens_per_minute": 90000, "headers": {"Authorization": "Bearer abc", "X-Team": "vision"},
+                          "accessToken": "abc", "client_secret": "abc"})
+    models = json.loads(_bundle(batch).read("settings/models.json"))
+    gpt = next(m for m in models["models"] if m["name"] == "gpt-4o")
+    assert gpt["generation"] == {"max_new_tokens": 64, "temperature": 0.2, "top_p": 0.9, "seed": 7, "stop": ["\n\n"]}
+    removed = "<removed: secret>"
+    assert gpt["backend_settings"] == {
+        # a URL stays, without its password and secret query values
+        "base_url": f"https://reader:{removed}@vllm.example.org:8000/v1?api_key={removed}&region=eu",
+        "model": "gpt-4o", "api_key_env": "OPENAI_API_KEY", "api_key": removed, "tokens_per_minute": 90000,
+        "headers": {"Authorization": removed, "X-Team": "vision"}, "accessToken": removed, "client_secret": removed}
+
+
 def test_the_command_writes_the_bundle(batch, tmp_path):
     out = tmp_path / "study.zip"
     call_command("export_bundle", "--batch", "Human study", "--out", str(out))
@@ -209,6 +227,12 @@ def test_a_fire_bundle_holds_every_table_of_its_report_each_as_downloaded_alone(
         for fmt in ("csv", "md", "tex", "json"):
             assert archive.read(f"tables/{stem}.{fmt}") == _export(fire_batch, name, fmt).encode(), (stem, fmt)
     assert "Krippendorff" in readme and "tables/fire_tables_4_5.*" in summary.skipped
+    # FIRE's words for a rating study: conversations, ratings of feedback and responses, raters; no sessions
+    intro = readme.split("| file | what |")[0]
+    assert ("FIRE conversation rating batch: 2 conversations, 24 final ratings (1-5) of teacher feedback and "
+            "refined student responses by 3 annotators.") in intro
+    assert "resampling conversations" in intro and "Turns are numbered as the rating page shows them" in intro
+    assert "session" not in intro and "tasks" not in intro and "pooled" not in intro
     assert not any(path.startswith("tables/fire_") and "rating" in path for path in summary.skipped)
 
 

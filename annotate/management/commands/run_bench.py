@@ -57,8 +57,7 @@ class Command(BaseCommand):
         if run.error:
             self.stdout.write(self.style.ERROR(run.error))
         if run.status == BenchRun.Status.DONE:
-            self.stdout.write(f"Tables: python manage.py export_tables --batch {run.batch.name!r} --table bench "
-                              "--format md")
+            self.stdout.write(f"Tables: python manage.py export_tables --run {run.pk} --table bench --format md")
 
     def _run(self, opts) -> BenchRun:
         if opts["cancel"] or opts["resume"]:

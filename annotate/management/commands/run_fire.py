@@ -4,7 +4,7 @@
 FIRE's evaluation on an imported FIRE batch, run by the app: ``--mode fixed`` (students and/or teachers on the
 recorded history: Tables 2 and 3) or ``--mode free`` (every student converses with every teacher: Tables 4 and 5).
 Resume or cancel with ``run_bench --resume RUN`` / ``--cancel RUN``; tables with
-``export_tables --table fire-fixed|fire-free``.
+``export_tables --run ID --table fire-fixed|fire-free``.
 """
 
 from __future__ import annotations
@@ -57,5 +57,5 @@ class Command(BaseCommand):
         if run.error:
             self.stdout.write(self.style.ERROR(run.error))
         if run.status == BenchRun.Status.DONE:
-            self.stdout.write(f"Tables: python manage.py export_tables --batch {batch.name!r} "
-                              f"--table fire-{opts['mode']} --format md")
+            self.stdout.write(f"Tables: python manage.py export_tables --run {run.pk} --table fire-{opts['mode']} "
+                              "--format md")

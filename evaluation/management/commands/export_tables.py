@@ -1,10 +1,12 @@
-"""python manage.py export_tables --batch NAME --table accuracy --format md [--out FILE] [filters]"""
+"""python manage.py export_tables --batch NAME --table accuracy --format md [--out FILE] [filters]
+python manage.py export_tables --run ID --table bench|fire-fixed|fire-free --format md   (one run's tables)"""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.errors import ApplicationError
+from annotate.models import BenchRun
 from evaluation import exports, selectors
 from evaluation.filters import parse_filters
 
@@ -18,7 +20,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--batch", required=True, help="Batch name")
+        parser.add_argument("--batch", help="Batch name (optional with --run: the run's batch)")
+        parser.add_argument("--run", type=int, help="bench, fire-fixed, fire-free: this finished run's tables "
+                                                    "(default: the batch's latest finished run)")
         parser.add_argument("--table", required=True, choices=list(exports.EXPORTS), help="What to export")
         parser.add_argument("--format", required=True, choices=ALL_FORMATS, dest="fmt",
                             help="csv|md|tex|json (tables), png|svg (tables and figures), jsonl|fire (sessions)")
@@ -30,14 +34,22 @@ class Command(BaseCommand):
         parser.add_argument("--date-to", default="", help="Completed on or before (YYYY-MM-DD, UTC)")
         parser.add_argument("--outcome", default="", help="Sessions only: 0|1|2|3|never")
 
-    def handle(self, *args, batch: str, table: str, fmt: str, out: str | None, **options):
+    def handle(self, *args, batch: str | None, run: int | None, table: str, fmt: str, out: str | None, **options):
         if fmt == "png" and not out:
             raise CommandError("PNG is binary: give --out FILE.")
+        if run is not None and table not in exports.RUN_EXPORTS:
+            raise CommandError(f"--run is for the run tables ({', '.join(exports.RUN_EXPORTS)}), not {table}.")
+        chosen = BenchRun.objects.select_related("batch").filter(pk=run).first() if run is not None else None
+        if run is not None and chosen is None:
+            raise CommandError(f"No run {run}.")
+        if batch is None and chosen is None:
+            raise CommandError("Give --batch NAME (or --run ID for a run's tables).")
         try:
             exports.check_export(table, fmt)
             filters = parse_filters({key: options[key] for key in
                                      ("model", "category", "annotator", "date_from", "date_to", "outcome")})
-            export = exports.build_export(selectors.batch_by_name(batch), table, fmt, filters)
+            the_batch = selectors.batch_by_name(batch) if batch is not None else chosen.batch
+            export = exports.build_export(the_batch, table, fmt, filters, run=chosen)
             chunks = [export.content] if export.content is not None else export.stream
             if out:
                 with open(out, "wb") as handle:

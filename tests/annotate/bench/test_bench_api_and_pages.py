@@ -46,7 +46,7 @@ def test_start_read_and_run_over_the_api(api_client, researcher, bench_batch, se
     done = api_client.get(f"/api/bench-runs/{body['id']}/").json()
     assert done["status"] == "done" and done["progress"]["sessions_done"] == done["progress"]["sessions"] == 20
     table = api_client.get(done["table"]).json()
-    assert table["rows"][0]["Receiver"] == "r-one" and table["rows"][0]["p-one: Detail (%)"] == 66.7
+    assert table["rows"][0]["Model"] == "r-one" and table["rows"][0]["p-one: Detail (%)"] == 66.7
 
 
 def test_bad_requests_name_what_is_wrong(api_client, researcher):

@@ -82,7 +82,7 @@ def test_known_answers_give_the_known_table(bench_batch):
     run.refresh_from_db()
     assert run.status == BenchRun.Status.DONE
     table = bench_paper_table(run)
-    assert table.columns == ["Receiver", "Acc (%)", "# Neg",
+    assert table.columns == ["Model", "Acc (%)", "# Neg",
                              "p-one: # Test", "p-one: Detail (%)", "p-one: Simple (%)",
                              "p-two: # Test", "p-two: Detail (%)", "p-two: Simple (%)"]
     assert table.rows == EXPECTED

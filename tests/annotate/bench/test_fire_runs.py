@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from annotate.bench import services
-from annotate.bench.fire_engine import teacher_feedback, teacher_score
+from annotate.bench.fire_parsing import fixed_dialogue_reading
 from annotate.errors import ApplicationError
 from annotate.imports.batches import import_fire
 from annotate.models import Batch, BenchRun, Conversation, FireRunTurn
@@ -61,19 +61,12 @@ def fire_run_batch(tmp_path):
         teacher_turns = [t.text for t in conversation.turns.order_by("index") if t.role == "teacher"]
         recorded["s-a"] = pairs + ["Thought: more.\nAnswer: green"] * 5
         recorded["s-b"] = [STUDENT_MISS, pairs[1]] + ["I do not know the answer here at all."] * 3
-        recorded["t-1"] = [f"Score: {teacher_score(t) - 1:g}\nFeedback: {teacher_feedback(t)}" for t in teacher_turns]
+        readings = [fixed_dialogue_reading(t) for t in teacher_turns]
+        recorded["t-1"] = [f"Score: {r.score - 1:g}\nFeedback: {r.feedback}" for r in readings]
         recorded["t-2"] = [TEACHER_MISS] + teacher_turns[1:]
         conversation.metadata = {**conversation.metadata, "recorded_answers": recorded}
         conversation.save(update_fields=["metadata"])
     return Batch.objects.get(name="fire-runs")
-
-
-def test_teacher_turns_are_parsed_like_the_official_code():
-    assert teacher_score("Score: 7.\nFeedback: look at the bars.") == 7.0
-    assert teacher_score("score：10 — perfect") == 10.0
-    assert teacher_score("I would give it a seven.") is None and teacher_score("Score: 12") is None
-    assert teacher_feedback("Score: 3\nFeedback: Count again.") == "Count again."
-    assert teacher_feedback("No markers here.") == "No markers here."
 
 
 def test_free_dialogues_give_the_known_tables_4_and_5(fire_run_batch):
@@ -128,20 +121,19 @@ def test_fixed_dialogues_give_the_known_tables_2_and_3(fire_run_batch, capsys):
     # t-1, feedback word for word, 3 tokens: BLEU-1..3 = 1; no 4-gram on either side, so p_4 = 1e-15 / 1e-9 and
     #   BLEU-4 = (1e-6)^(1/4) = 0.0316 -> 0.03; CIDEr-D = 10 x (1 + 1 + 1 + 0) / 4 = 7.50 (no 4-gram vector).
     #   Scores 2 and 9 against 3 and 10: MAE |2 - 3| = |9 - 10| = 1.00, none unparseable.
-    # t-2, turn 1 "hint number one, look again." (5 tokens, no "Score:"): unigrams 2/5, bigrams 1/4 ("hint
-    #   number"), trigrams 0/3 -> 0.4, sqrt(0.4 x 0.25) = 0.3162, ~0, ~0; CIDEr-D 0 (only idf-0 n-grams shared).
-    #   Turn 2 word for word, as t-1: 1, 1, 1, 0.0316; CIDEr-D 7.5. Means: BLEU-1 (0.4 + 1) / 2 = 0.70, BLEU-2
-    #   (0.3162 + 1) / 2 = 0.6581 -> 0.66, BLEU-3 0.50, BLEU-4 0.0316 / 2 = 0.0158 -> 0.02; CIDEr 7.5 / 2 = 3.75.
+    # t-2, turn 1 "hint number one, look again." (no "Score:"): unparseable, so its feedback is "" as in FIRE's
+    #   eval_feedback_teacher: BLEU 0, CIDEr-D 0. Turn 2 word for word, as t-1: 1, 1, 1, 0.0316; CIDEr-D 7.5.
+    #   Means: BLEU-1..3 (0 + 1) / 2 = 0.50, BLEU-4 0.0316 / 2 = 0.0158 -> 0.02; CIDEr 7.5 / 2 = 3.75.
     #   MAE: turn 1 unparseable (an error of 10), turn 2 exact -> (10 + 0) / 2 = 5.00; 3 unparseable.
     assert teacher_table(run).rows == [
         ["t-1", 6, d("1.00"), d("1.00"), d("1.00"), d("0.03"), d("7.50"), d("1.00"), 0],
-        ["t-2", 6, d("0.70"), d("0.66"), d("0.50"), d("0.02"), d("3.75"), d("5.00"), 3],
+        ["t-2", 6, d("0.50"), d("0.50"), d("0.50"), d("0.02"), d("3.75"), d("5.00"), 3],
     ]
 
     call_command("export_tables", "--batch", "fire-runs", "--table", "fire-fixed", "--format", "md")
     markdown = capsys.readouterr().out
     assert "| s-b | 6 | 0.80 | 0.69 | 0.50 | 0.50 | 5.00 |" in markdown
-    assert "| t-2 | 6 | 0.70 | 0.66 | 0.50 | 0.02 | 3.75 | 5.00 | 3 |" in markdown
+    assert "| t-2 | 6 | 0.50 | 0.50 | 0.50 | 0.02 | 3.75 | 5.00 | 3 |" in markdown
     call_command("export_tables", "--batch", "fire-runs", "--table", "fire-fixed", "--format", "csv")
     lines = capsys.readouterr().out.splitlines()
     assert "s-a,6,1.00,1.00,1.00,1.00,10.00" in lines and "t-1,6,1.00,1.00,1.00,0.03,7.50,1.00,0" in lines
@@ -280,7 +272,7 @@ def test_command_api_page_and_exports(fire_run_batch, capsys, api_client, client
                                format="json")
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert body["protocol"] == "fire_fixed" and body["table"].endswith("/tables/fire-fixed.json")
+    assert body["protocol"] == "fire_fixed" and body["table"] == f"/api/bench-runs/{body['id']}/table.json"
     run_all(BenchRun.objects.get(pk=body["id"]))
     client.force_login(researcher)
     page = client.get(f"/research/bench/{body['id']}/").content.decode()

@@ -46,7 +46,7 @@ def test_recorded_answers_are_imported_and_a_free_dialogue_replays_them(tmp_path
 @pytest.mark.parametrize(("recorded", "problem"), [
     ({"student": "Answer: blue"}, "expected a list of answer strings"),
     ({"student": []}, "has 0 answers"),
-    ({"": ["Answer: blue"]}, "model names must be 1–64 characters"),
+    ({"": ["Answer: blue"]}, "keys must be 1–150 characters"),
 ])
 def test_bad_recorded_answers_are_refused_and_nothing_is_written(tmp_path, recorded, problem):
     report = fire_import(tmp_path, recorded_answers=recorded)

@@ -71,7 +71,7 @@ def test_the_numbers(api_client, rated, rita):
     assert [row[:4] for row in by_source[1:3]] == [["chartqa", "feedback", "6", "4.17"],
                                                    ["chartqa", "response", "3", "2.67"]]
     by_turn = json.loads(api_client.get(f"/api/batches/{rated.id}/tables/fire-summary-turn.json").content)
-    assert [(row["Turn index"], row["Mean"]) for row in by_turn["rows"]][:2] == [(1, 4.17), (2, 3.17)]
+    assert [(row["Turn"], row["Mean"]) for row in by_turn["rows"]][:2] == [(2, 4.17), (3, 3.17)]  # as rated
     agreement = json.loads(api_client.get(f"/api/batches/{rated.id}/tables/fire-agreement.json").content)
     everything = agreement["rows"][0]
     assert (everything["Scope"], everything["Items"], everything["Raters"], everything["Ratings"]) == (

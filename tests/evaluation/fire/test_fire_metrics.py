@@ -14,6 +14,7 @@ from evaluation.fire.metrics import (
     bootstrap_mean_ci,
     cider_d,
     cider_d_per_item,
+    cluster_bootstrap_mean_ci,
     disagreement_items,
     fire_rating_table,
     free_dialogue_metrics,
@@ -273,6 +274,13 @@ def test_mean_absolute_error_punishes_an_unparseable_score():
     assert mean_absolute_error([8, None, 3], [10, 10, 2], punishment=5).value == Fraction(8, 3)  # 2 + 5 + 1
 
 
+def test_mean_absolute_error_compares_an_unparseable_reference_as_minus_one():
+    # FIRE's code records -1 for a reference it cannot read: |7 - (-1)| = 8; a prediction that cannot be read
+    # either is still an error of 10: (8 + 10 + 0) / 3 = 6
+    result = mean_absolute_error([7, None, 4], [None, None, 4])
+    assert (result.value, result.unparseable, result.unparseable_references) == (6, 1, 2)
+
+
 def test_mean_absolute_error_skips_ignored_ids():
     # Pairs of conversation "a" are skipped, unparseable one included: only |3 - 2| = 1 remains
     result = mean_absolute_error([8, None, 3], [10, 5, 2], ids=["a", "a", "b"], ignored_ids={"a"})
@@ -285,7 +293,6 @@ def test_mean_absolute_error_skips_ignored_ids():
         (([1], [1, 2]), {}, "1 predicted scores but 2 reference scores"),
         (([1, 2], [1, 2]), {"ids": ["a"]}, "2 scores but 1 ids"),
         (([1], [1]), {"ignored_ids": {"a"}}, "ignored_ids needs ids"),
-        (([1, 2], [1, None]), {}, "reference score 1 is missing"),
     ],
 )
 def test_mean_absolute_error_rejects_bad_input(args, kwargs, message):
@@ -317,6 +324,23 @@ def test_bootstrap_mean_ci_is_seeded_and_contains_the_mean():
     assert 3.5 in first
     assert 1 <= first.low < 3.5 < first.high <= 5
     assert bootstrap_mean_ci([]) is None
+
+
+def test_cluster_bootstrap_resamples_whole_clusters():
+    # Clusters "a" (1, 1, 1) and "b" (5, 5, 5): a resample is aa, ab/ba or bb (1/4, 1/2, 1/4), so the 95%
+    # percentile interval is [1, 5]; resampling the six ratings would give [10/6, 26/6].
+    ci = cluster_bootstrap_mean_ci([1, 1, 1, 5, 5, 5], ["a", "a", "a", "b", "b", "b"], seed=2)
+    assert (ci.low, ci.high) == (1.0, 5.0)
+    ratings = bootstrap_mean_ci([1, 1, 1, 5, 5, 5], seed=2)
+    assert (round(ratings.low, 2), round(ratings.high, 2)) == (1.67, 4.33)
+    # One cluster: every resample is that cluster; its mean is the interval. Unequal sizes pool the ratings.
+    single = cluster_bootstrap_mean_ci([2, 4], ["a", "a"])
+    assert (single.low, single.high) == (3.0, 3.0)
+    uneven = cluster_bootstrap_mean_ci([1, 5, 5, 5], ["a", "b", "b", "b"], seed=0)
+    assert uneven.low == 1.0 and uneven.high == 5.0  # aa and bb each 1/4 of the resamples
+    assert cluster_bootstrap_mean_ci([], []) is None
+    with pytest.raises(ValueError, match="2 scores but 1 clusters"):
+        cluster_bootstrap_mean_ci([1, 2], ["a"])
 
 
 def test_fire_rating_table():

@@ -88,10 +88,11 @@ def test_summary_per_source_and_turn(rated):
         ("seedbench", "feedback", 9, Decimal("4.33")), ("seedbench", "response", 6, Decimal("4.17")),
     ]
     by_turn = fire_reports.fire_rating_summary(rated, "turn")
-    # turn 1 (feedback): 4,4,3,5,4,5 = 25/6; turn 2 (response): 3,2,3,4,4,3 = 19/6; turn 4: 5,5,4 = 14/3
+    # Turns as the rating page numbers them (index + 1): turn 2 (feedback): 4,4,3,5,4,5 = 25/6; turn 3
+    # (response): 3,2,3,4,4,3 = 19/6; turn 5: 5,5,4 = 14/3
     assert [(r[0], r[1], r[2], r[3]) for r in by_turn.rows] == [
-        (1, "feedback", 6, Decimal("4.17")), (2, "response", 6, Decimal("3.17")), (3, "feedback", 6, Decimal("4.17")),
-        (4, "response", 3, Decimal("4.67")), (5, "feedback", 3, Decimal("4.67")),
+        (2, "feedback", 6, Decimal("4.17")), (3, "response", 6, Decimal("3.17")), (4, "feedback", 6, Decimal("4.17")),
+        (5, "response", 3, Decimal("4.67")), (6, "feedback", 3, Decimal("4.67")),
     ]
     assert all(r[4] <= r[3] <= r[5] for r in by_turn.rows)
 
@@ -140,14 +141,14 @@ def test_agreement_worked_example(fire_batch, raters):
     row = fire_reports.fire_agreement_table(fire_batch).rows[0]
     assert (row[5], row[6]) == (Decimal("0.878"), Decimal("0.857"))
     disputed = fire_reports.fire_disagreements_table(fire_batch).rows
-    assert disputed[0][:3] == ["fire-000001", 3, "feedback"] and disputed[0][4] == 1
+    assert disputed[0][:3] == ["fire-000001", 4, "feedback"] and disputed[0][4] == 1  # index 3: turn 4
 
 
 def test_disagreements_are_listed_most_disputed_first(rated):
     Rating.objects.filter(annotator__username="rater2", turn__conversation__external_id="fire-000002",
                           turn__index=4).update(score=1)  # 5, 1, 4: the most disputed turn
     rows = fire_reports.fire_disagreements_table(rated, top=3).rows
-    assert rows[0][:5] == ["fire-000002", 4, "response", rows[0][3], 4]
+    assert rows[0][:5] == ["fire-000002", 5, "response", rows[0][3], 4]  # index 4: turn 5 on the page
     assert len(rows) == 3
     assert all(row[4] == 1 for row in rows[1:])  # every other turn has a spread of 1
     assert sorted(rows[0][3].split()) == sorted(f"{a}={s}" for a, s in zip(
