@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -311,14 +312,36 @@ def main() -> None:
         path = args.path or build(args, tmp, cuda)
         args.image_size = 224 if not args.tiny else 32
         for part in parts:
-            if part == "raw":
-                raw_part(args, path, out)
-            else:
-                backend_part(args, path, compiled=part == "backend", out=out)
+            try:
+                if part == "raw":
+                    raw_part(args, path, out)
+                else:
+                    backend_part(args, path, compiled=part == "backend", out=out)
+            except Exception as exc:  # the other parts still run
+                say(f"{part} failed: {type(exc).__name__}: {exc}")
+                traceback.print_exc()
+                out.setdefault(part, {})["failed"] = f"{type(exc).__name__}: {exc}"
             save()
             if cuda:
                 torch.cuda.empty_cache()
-    say("done")
+    summary(out)
+
+
+def summary(out: dict) -> None:
+    """The issue's targets beside what this run measured (where it measured them)."""
+    compiled = out.get("backend", {})
+    rate = out["args"]["rate"]
+    lines = [
+        ("1 request, tokens/s", compiled.get("one_at_a_time", {}).get("tokens_per_s"), ">= 250"),
+        (f"{out['args']['requests']} concurrent, tokens/s", compiled.get("concurrent", {}).get("tokens_per_s"), ">= 5000"),
+        ("warm-up, s", compiled.get("warm_up", {}).get("seconds"), "<= 180"),
+    ]
+    for key in sorted(key for key in compiled if key.startswith("arrivals_slice_")):
+        lines.append((f"time to first text p95 at {rate:g}/s, {key[9:].replace('_', ' ')}",
+                      compiled[key].get("ttft_p95_s"), "<= 0.5"))
+    say("summary (compiled decoding; targets for the ~0.8B checkpoint on an H100/H200):")
+    for label, value, target in lines:
+        say(f"  {label}: {value if value is not None else 'not measured'} (target {target})")
 
 
 def build(args, tmp: str, cuda: bool) -> str:
