@@ -5,7 +5,8 @@ its answers never end early) and prints, as it goes, with the seconds since the 
 
 - backend (compiled decoding on): the warm-up at load, then tokens/s for one request at a time and for
   --requests concurrent ones (half with an image), then time to first text under a steady arrival rate, with
-  batch slices on (the default) and off. Serving runs with torch.compile set to fail on any recompile.
+  batch slices on (the default) and off, and how often torch.compile compiled again while serving (never, if
+  the warm-up did its job; the reasons are printed).
 - dynamic: the same backend with compiled_decoding false.
 - raw: the same rows through one ``model.generate()``, dynamic cache and ``cache_implementation="static"``
   (transformers compiles its decode step: the first call of each batch size, compile included, is shown apart).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -186,8 +188,8 @@ def backend_part(args, path: str, compiled: bool, out: dict) -> None:
     else:
         say(f"{name}: loaded in {load_s:.1f} s ({backend.device}, {backend.dtype})")
     out[name] = figures_out
-    # Serving must never compile: a recompile now fails the batch (and shows as errors) instead.
-    stance = torch.compiler.set_stance("fail_on_recompile") if compiled else None
+    # Serving must never compile again: count torch.compile's recompiles from here on (their reasons are printed).
+    recompiles = RecompileLog()
     try:
         requests = make_requests(args.requests, args.new_tokens, args.image_size)
         shapes = backend.decoding_shapes
@@ -208,10 +210,33 @@ def backend_part(args, path: str, compiled: bool, out: dict) -> None:
                  f"batch_slice_tokens {slice_tokens}", result)
         figures_out["decoding_shapes"] = difference(backend.decoding_shapes, shapes)
         say(f"{name}: batches per compiled shape (None: dynamic path) {figures_out['decoding_shapes']}")
+        figures_out["recompiles_while_serving"] = len(recompiles.reasons)
+        say(f"{name}: recompiles while serving: {len(recompiles.reasons)}")
     finally:
-        if stance is not None:
-            torch.compiler.set_stance("default")
+        recompiles.close()
         backend.close()
+
+
+class RecompileLog(logging.Handler):
+    """torch.compile's recompile log (TORCH_LOGS=recompiles), printed and counted while it is open."""
+
+    LOGGER = "torch._dynamo.guards.__recompiles"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reasons: list[str] = []
+        torch._logging.set_logs(recompiles=True)
+        logging.getLogger(self.LOGGER).addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "Recompiling function" in message:
+            self.reasons.append(message)
+
+    def close(self) -> None:
+        logging.getLogger(self.LOGGER).removeHandler(self)
+        torch._logging.set_logs(recompiles=False)
+        super().close()
 
 
 def raw_part(args, path: str, out: dict) -> None:
@@ -335,6 +360,7 @@ def summary(out: dict) -> None:
         ("1 request, tokens/s", compiled.get("one_at_a_time", {}).get("tokens_per_s"), ">= 250"),
         (f"{out['args']['requests']} concurrent, tokens/s", compiled.get("concurrent", {}).get("tokens_per_s"), ">= 5000"),
         ("warm-up, s", compiled.get("warm_up", {}).get("seconds"), "<= 180"),
+        ("recompiles while serving", compiled.get("recompiles_while_serving"), "0"),
     ]
     for key in sorted(key for key in compiled if key.startswith("arrivals_slice_")):
         lines.append((f"time to first text p95 at {rate:g}/s, {key[9:].replace('_', ' ')}",
