@@ -133,7 +133,8 @@ class WarmUp:
 
     def describe(self) -> str:
         memory = f", {self.gpu_memory_mib} MiB of GPU memory" if self.gpu_memory_mib is not None else ""
-        return f"{self.shapes} shapes compiled in {self.seconds:.1f} s{memory}"
+        shapes = f"{self.shapes} shape{'s' if self.shapes != 1 else ''}"
+        return f"{shapes} compiled in {self.seconds:.1f} s{memory}"
 
 
 class CompiledDecoding:
