@@ -99,7 +99,7 @@ class CompileSettings:
                 f'transformers setting "compile_batch_sizes" has {batch_sizes[-1]}, more than max_batch_size '
                 f"({max_batch_size}): no batch is ever that large"
             )
-        cache_lengths = reader.sizes("compile_cache_lengths", DEFAULT_CACHE_LENGTHS, minimum=2)
+        cache_lengths = reader.sizes("compile_cache_lengths", DEFAULT_CACHE_LENGTHS, minimum=16)
         backend = reader.settings.get("compile_backend", "inductor")
         known = torch.compiler.list_backends(exclude_tags=())
         if backend not in known:

@@ -173,7 +173,7 @@ BACKEND_SETTINGS: dict[str, dict[str, tuple[Callable[[Any], str | None], bool]]]
         "batch_slice_tokens": (_integer(0), False),
         "compiled_decoding": (_switch, False),
         "compile_batch_sizes": (_sizes(1), False),
-        "compile_cache_lengths": (_sizes(2), False),
+        "compile_cache_lengths": (_sizes(16), False),
         "compile_backend": (_text, False),
     },
 }

@@ -103,6 +103,7 @@ def test_compiling_is_off_by_default_on_the_cpu_and_on_with_cuda():
         ({"compile_batch_sizes": ["2"]}, 'setting "compile_batch_sizes" must be a non-empty list of integers >= 1'),
         ({"compile_batch_sizes": [16]}, '"compile_batch_sizes" has 16, more than max_batch_size (8)'),
         ({"compile_cache_lengths": 512}, 'setting "compile_cache_lengths" must be a non-empty list of integers'),
+        ({"compile_cache_lengths": [8]}, 'setting "compile_cache_lengths" must be a non-empty list of integers >= 16'),
         ({"compile_backend": "fast"}, 'setting "compile_backend" must be a torch.compile backend'),
         ({"batch_slice_tokens": -1}, 'setting "batch_slice_tokens" must be an integer >= 0, got -1'),
     ],
