@@ -7,8 +7,13 @@ groups those that can share a batch, and hands each row of the batch its own tex
 - ``BatchJob``: one caller's request, from the moment it is queued until its row of a batch ends.
 - ``BatchScheduler``: one thread that owns the model; it takes the oldest request, waits a few milliseconds for
   more with the same key (the same generation settings), and runs them together.
-- ``RowStreamer`` / ``RowsCancelled``: what ``generate()`` is given so each row streams to its own caller and a
+- ``RowStreamer`` / ``RowsDone``: what ``generate()`` is given so each row streams to its own caller and a
   caller that leaves (or has seen a stop string) stops only its own row.
+
+A batch may end before its rows have (a slice): when requests with its key wait and there is room for them,
+``RowsDone`` ends the batch after ``slice_tokens`` tokens, the backend hands back the rows that go on, and the
+scheduler runs them again at once together with the newcomers (their prompts plus what they generated so far).
+A request that arrives while a long batch runs so waits for one slice, not for the whole batch.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import unicodedata
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import torch
+from tokenizers.decoders import DecodeStream
 from transformers import PreTrainedTokenizerBase, StoppingCriteria, TextStreamer
 from transformers.generation.streamers import BaseStreamer
 
@@ -33,15 +40,29 @@ class BatchJob(Generic[Payload]):
     ``payload`` is whatever the backend needs to build its row; ``key`` says which jobs may share a batch.
     """
 
-    def __init__(self, payload: Payload, key: Hashable):
+    def __init__(self, payload: Payload, key: Hashable, *, max_new_tokens: int | None = None):
         self.payload = payload
         self.key = key
+        self.max_new_tokens = max_new_tokens  # the row ends after this many tokens (None: when its batch ends)
         self.cancelled = threading.Event()  # set by the caller: stop this row at the next token
         self.ended = threading.Event()  # set by the scheduler thread: no more text will come
         self.error: BaseException | None = None
         self.prompt_tokens: int | None = None
         self.completion_tokens = 0
+        # Kept from one slice to the next, by the scheduler thread: how many batches this job was in, what the
+        # backend made of the payload, the tokens generated so far and the row's incremental decoder.
+        self.slices = 0
+        self.prepared: Any = None
+        self.generated: list[int] = []
+        self.text: RowText | _SlowRowText | None = None
         self._chunks: queue.SimpleQueue[str | None] = queue.SimpleQueue()  # None: the last item
+
+    @property
+    def goes_on(self) -> bool:
+        """Not ended, its caller still reading, and tokens left to generate: it continues in another batch."""
+        if self.ended.is_set() or self.cancelled.is_set():
+            return False
+        return self.max_new_tokens is not None and self.completion_tokens < self.max_new_tokens
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -69,13 +90,15 @@ class BatchScheduler(Generic[Payload]):
     """Runs ``run_batch(jobs)`` on one thread of its own, with up to ``max_batch_size`` jobs sharing a key.
 
     After the first job of a batch arrives it waits up to ``wait_seconds`` for more with the same key; jobs with
-    another key wait their turn (oldest first). ``run_batch`` must end each job it finishes; any job it leaves
-    unended is ended here, with ``error_for(exception)`` when it raised. The thread starts with the first job.
+    another key wait their turn (oldest first). ``run_batch`` must end each job it finishes and returns those that
+    go on (a batch that ended its slice early): they come first in the next batch of their key, which starts at
+    once. Any other job it leaves unended is ended here, with ``error_for(exception)`` when it raised. The thread
+    starts with ``start`` or with the first job.
     """
 
     def __init__(
         self,
-        run_batch: Callable[[list[BatchJob[Payload]]], None],
+        run_batch: Callable[[list[BatchJob[Payload]]], Sequence[BatchJob[Payload]]],
         error_for: Callable[[Exception], BaseException],
         *,
         max_batch_size: int,
@@ -96,9 +119,33 @@ class BatchScheduler(Generic[Payload]):
 
     @property
     def batch_sizes(self) -> dict[int, int]:
-        """Batch size -> how many batches of that size ran."""
+        """Batch size -> how many batches (slices) of that size ran."""
         with self._cond:
             return dict(self._batch_sizes)
+
+    def start(self, prepare: Callable[[], object]) -> None:
+        """Start the thread now and run ``prepare`` on it before any job, waiting for it (e.g. compiling: CUDA
+        graphs belong to the thread that records them). Its exception is raised here; the thread goes on to
+        serve jobs either way, until ``close``."""
+        done = threading.Event()
+        failure: list[Exception] = []
+
+        def first() -> None:
+            try:
+                prepare()
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                done.set()
+
+        with self._cond:
+            if self._thread is not None:
+                raise RuntimeError(f"{self.name} has already started")
+            self._thread = threading.Thread(target=self._loop, args=(first,), name=self.name, daemon=True)
+            self._thread.start()
+        done.wait()
+        if failure:
+            raise failure[0]
 
     def submit(self, job: BatchJob[Payload]) -> bool:
         """Queue the job; False once the scheduler is closed."""
@@ -112,6 +159,18 @@ class BatchScheduler(Generic[Payload]):
             self._cond.notify()
         return True
 
+    def should_make_way(self, jobs: Sequence[BatchJob[Payload]]) -> bool:
+        """Whether a running batch should end its slice: requests with its key wait, none of them has started
+        yet, and the next batch has room for at least one of them beside the rows that go on."""
+        running = sum(not (job.ended.is_set() or job.cancelled.is_set()) for job in jobs)
+        if running >= self.max_batch_size:
+            return False
+        key = jobs[0].key
+        with self._cond:
+            return any(
+                job.key == key and not job.slices and not job.cancelled.is_set() for job in self._pending
+            )
+
     def close(self, error: BaseException) -> None:
         """Fail the queued jobs with ``error``, let the running batch finish, and stop the thread."""
         with self._cond:
@@ -124,24 +183,40 @@ class BatchScheduler(Generic[Payload]):
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
-    def _loop(self) -> None:
+    def _loop(self, first: Callable[[], None] | None = None) -> None:
         try:
+            if first is not None:
+                first()
             while (batch := self._next_batch()) is not None:
                 with self._cond:
                     self._batch_sizes[len(batch)] += 1
+                for job in batch:
+                    job.slices += 1
                 error = None
+                going_on: list[BatchJob[Payload]] = []
                 try:
-                    self._run_batch(batch)
+                    going_on = [job for job in self._run_batch(batch) if job.goes_on]
                 except Exception as exc:
                     error = self._error_for(exc)
                 finally:
                     for job in batch:
-                        job.end(error or RuntimeError("the batch ended without finishing this request"))
+                        if job not in going_on:
+                            job.end(error or RuntimeError("the batch ended without finishing this request"))
+                self._requeue(going_on)
         finally:  # also if this thread dies of something unexpected: nobody may wait forever
             with self._cond:
                 leftovers = self._close_queue()
             for job in leftovers:
                 job.end(self._close_error or RuntimeError("the batch scheduler stopped"))
+
+    def _requeue(self, jobs: list[BatchJob[Payload]]) -> None:
+        """Jobs that go on, in front of the queue in their order (they are older than anything queued)."""
+        with self._cond:
+            if not self._closed:
+                self._pending.extendleft(reversed(jobs))
+                return
+        for job in jobs:
+            job.end(self._close_error or RuntimeError("the batch scheduler stopped"))
 
     def _close_queue(self) -> list[BatchJob[Payload]]:
         """Under the lock: take no more jobs and hand back those still queued (the caller ends them)."""
@@ -160,7 +235,8 @@ class BatchScheduler(Generic[Payload]):
                     self._cond.wait()
                     continue
                 key = self._pending[0].key
-                deadline = time.monotonic() + self.wait_seconds
+                # Rows that go on start at once: whoever made them stop is already waiting.
+                deadline = time.monotonic() + (0 if self._pending[0].slices else self.wait_seconds)
                 while True:
                     same = [job for job in self._pending if job.key == key and not job.cancelled.is_set()]
                     remaining = deadline - time.monotonic()
@@ -182,30 +258,59 @@ class BatchScheduler(Generic[Payload]):
             job.end()
 
 
-class RowsCancelled(StoppingCriteria):
-    """Stops the rows whose caller is gone or has seen a stop string; ``generate`` keeps the others going."""
+class RowsDone(StoppingCriteria):
+    """Stops the rows whose caller is gone or has seen a stop string; ``generate`` keeps the others going.
 
-    def __init__(self, jobs: Sequence[BatchJob[Any]]):
+    Rows past the jobs (``rows`` > len(jobs): filler up to a compiled batch size) are done from the start. When
+    ``make_way()`` says so, after at least ``slice_tokens`` tokens (0: never), every row stops at once: the batch
+    ends its slice and its unfinished rows go on in the next batch.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[BatchJob[Any]],
+        rows: int | None = None,
+        *,
+        make_way: Callable[[], bool] | None = None,
+        slice_tokens: int = 0,
+    ):
         self.jobs = jobs
+        self.fillers = (rows or len(jobs)) - len(jobs)
+        self.make_way = make_way
+        self.slice_tokens = slice_tokens
+        self.tokens = 0
 
     def __call__(self, input_ids: torch.Tensor, scores: object, **kwargs: Any) -> torch.Tensor:
-        done = [job.cancelled.is_set() or job.ended.is_set() for job in self.jobs]
+        self.tokens += 1
+        done = [job.cancelled.is_set() or job.ended.is_set() for job in self.jobs] + [True] * self.fillers
+        if (
+            self.make_way is not None
+            and self.slice_tokens
+            and self.tokens >= self.slice_tokens
+            and not all(done)
+            and self.make_way()
+        ):
+            done = [True] * len(done)
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 class RowStreamer(BaseStreamer):
     """Routes each row of a batched ``generate()`` to its own job, as text that will not change any more.
 
-    The first ``put`` is the (padded) prompt and is skipped. Then each ``put`` holds one new token per row.
-    A row ends at its first end-of-sequence token (counted, not shown), or when its caller cancels; later
-    tokens of that row (padding) are ignored. ``end`` flushes and ends the rows still running.
+    The first ``put`` is the (padded) prompt and is skipped. Then each ``put`` holds one new token per row (and
+    per filler row past the jobs, ignored). A row ends at its first end-of-sequence token (counted, not shown),
+    when its caller cancels, or at its ``max_new_tokens``; later tokens of that row (padding) are ignored.
+    ``end`` ends the rows still running, except those that go on in another batch: their text is kept back
+    until the word it is in is complete, as within a batch.
     """
 
     def __init__(
         self, tokenizer: PreTrainedTokenizerBase, jobs: Sequence[BatchJob[Any]], eos_token_ids: Iterable[int]
     ):
         self.jobs = jobs
-        self.rows: list[TextStreamer] = [_RowText(tokenizer, job) for job in jobs]
+        for job in jobs:
+            if job.text is None:
+                job.text = _row_text(tokenizer, job)
         self.eos_token_ids = frozenset(eos_token_ids)
         self._prompt_seen = False
 
@@ -213,34 +318,83 @@ class RowStreamer(BaseStreamer):
         if not self._prompt_seen:
             self._prompt_seen = True
             return
-        column = value.reshape(-1, 1)
-        for job, row, token, one in zip(self.jobs, self.rows, column.view(-1).tolist(), column.unbind(), strict=True):
+        for job, token in zip(self.jobs, value.reshape(-1).tolist()[: len(self.jobs)], strict=True):
             if job.ended.is_set():
                 continue
             job.completion_tokens += 1
             if job.cancelled.is_set():
                 job.end()  # nobody reads this row any more
             elif token in self.eos_token_ids:
-                row.end()
-                job.end()
+                self._end(job)
             else:
-                row.put(one)
+                job.generated.append(token)
+                assert job.text is not None  # set in __init__
+                job.text.put(token)
+                if job.max_new_tokens is not None and job.completion_tokens >= job.max_new_tokens:
+                    self._end(job)
 
     def end(self) -> None:
-        for job, row in zip(self.jobs, self.rows, strict=True):
-            if not job.ended.is_set():
-                row.end()
-                job.end()
+        for job in self.jobs:
+            if not job.ended.is_set() and not job.goes_on:
+                self._end(job)
+
+    @staticmethod
+    def _end(job: BatchJob[Any]) -> None:
+        if job.text is not None:
+            job.text.end()
+        job.end()
 
 
-class _RowText(TextStreamer):
-    """One row's incremental decoding: transformers' own ``TextStreamer`` (text released at spaces, newlines and
-    CJK characters, so a word is never shown half-decoded), handing its text to the row's job instead of
-    printing it."""
+class RowText:
+    """One row's incremental decoding, token by token: tokenizers' own ``DecodeStream`` (which holds back a
+    character split over tokens), with its text released at spaces, newlines and CJK characters (as transformers'
+    ``TextStreamer`` did), so a word is never shown half-decoded."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, job: BatchJob[Any]):
+        self.job = job
+        self.backend = tokenizer.backend_tokenizer
+        self.stream = DecodeStream(skip_special_tokens=True)
+        self.held = ""
+
+    def put(self, token: int) -> None:
+        piece = self.stream.step(self.backend, token)
+        if not piece:
+            return
+        self.held += piece
+        if self.held.endswith("\n") or _is_wide(self.held[-1]):
+            cut = len(self.held)
+        else:
+            cut = self.held.rfind(" ") + 1
+        if cut:
+            self.job.put_text(self.held[:cut])
+            self.held = self.held[cut:]
+
+    def end(self) -> None:
+        self.job.put_text(self.held)
+        self.held = ""
+
+
+class _SlowRowText(TextStreamer):
+    """The same for a tokenizer without a fast backend: transformers' ``TextStreamer``, which decodes the row's
+    tokens since its last newline at every step, handing its text to the row's job instead of printing it."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, job: BatchJob[Any]):
         super().__init__(tokenizer, skip_special_tokens=True)
         self.job = job
 
+    def put(self, value: Any) -> None:
+        super().put(torch.tensor([value]))  # type: ignore[no-untyped-call]  # transformers leaves it untyped
+
     def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
         self.job.put_text(text)
+
+
+def _row_text(tokenizer: PreTrainedTokenizerBase, job: BatchJob[Any]) -> RowText | _SlowRowText:
+    if getattr(tokenizer, "backend_tokenizer", None) is not None:
+        return RowText(tokenizer, job)
+    return _SlowRowText(tokenizer, job)
+
+
+def _is_wide(character: str) -> bool:
+    """CJK characters and the like (full width): such text has no spaces to wait for."""
+    return unicodedata.east_asian_width(character) in ("W", "F")

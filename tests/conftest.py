@@ -2,6 +2,7 @@ import pytest
 
 from annotate.models import User
 from tests.factories import ModelConfigFactory, UserFactory
+from tests.runtime_fixtures import release_backends, tiny_causal_path, tiny_llava_path  # noqa: F401
 
 
 @pytest.fixture
@@ -22,31 +23,6 @@ def outsider(db):
 @pytest.fixture
 def simulated_model(db):
     return ModelConfigFactory(name="sim-student", backend_settings={"chunk_delay": 0})
-
-
-@pytest.fixture(scope="session")
-def tiny_llava_path(tmp_path_factory) -> str:
-    """A tiny LLaVA-style checkpoint built once per test run (random weights, no network)."""
-    from models_runtime.tiny import build_tiny_llava
-
-    return build_tiny_llava(tmp_path_factory.mktemp("models") / "tiny-llava")
-
-
-@pytest.fixture(scope="session")
-def tiny_causal_path(tmp_path_factory) -> str:
-    from models_runtime.tiny import build_tiny_causal_lm
-
-    return build_tiny_causal_lm(tmp_path_factory.mktemp("models") / "tiny-causal")
-
-
-@pytest.fixture
-def release_backends():
-    """The test starts and ends with an empty backend registry (closed backends free their memory)."""
-    from models_runtime import registry
-
-    registry.release_all()
-    yield
-    registry.release_all()
 
 
 @pytest.fixture

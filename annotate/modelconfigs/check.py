@@ -84,11 +84,15 @@ def model_check_execute(*, config: ModelConfig, with_image: bool = True) -> dict
         "host": socket.gethostname(),
         "pid": os.getpid(),
     }
-    # Where a local checkpoint runs (transformers): the first thing to look at on a GPU box.
-    for attribute in ("device", "dtype"):
+    # Where a local checkpoint runs (transformers): the first thing to look at on a GPU box, with whether its
+    # decoding is compiled and what compiling took when it loaded.
+    for attribute in ("device", "dtype", "compiled_decoding"):
         value = getattr(backend, attribute, None)
         if value is not None:
             report[attribute] = str(value)
+    warm_up = getattr(backend, "warm_up", None)
+    if warm_up is not None:
+        report["warm_up_ms"] = round(warm_up.seconds * 1000)
     return report
 
 

@@ -123,6 +123,20 @@ def _endpoint_list(value: Any) -> str | None:
     return None
 
 
+def _switch(value: Any) -> str | None:
+    return None if value == "auto" or isinstance(value, bool) else f'must be true, false or "auto", got {value!r}'
+
+
+def _sizes(minimum: int) -> Callable[[Any], str | None]:
+    item_problem = _integer(minimum)
+
+    def check(value: Any) -> str | None:
+        if not isinstance(value, list) or not value or any(item_problem(item) for item in value):
+            return f"must be a non-empty list of whole numbers of at least {minimum}, got {value!r}"
+        return None
+    return check
+
+
 def _dict(value: Any) -> str | None:
     return None if isinstance(value, dict) else f"must be an object, got {value!r}"
 
@@ -156,6 +170,11 @@ BACKEND_SETTINGS: dict[str, dict[str, tuple[Callable[[Any], str | None], bool]]]
         "dtype": (_one_of("auto", "bfloat16", "float16", "float32"), False),
         "max_batch_size": (_integer(1), False),
         "batch_wait_ms": (_number(0), False),
+        "batch_slice_tokens": (_integer(0), False),
+        "compiled_decoding": (_switch, False),
+        "compile_batch_sizes": (_sizes(1), False),
+        "compile_cache_lengths": (_sizes(16), False),
+        "compile_backend": (_text, False),
     },
 }
 # Backends whose constructor only checks its settings (no model load, no network): built once as a last check.

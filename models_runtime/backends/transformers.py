@@ -7,21 +7,26 @@ Settings:
 - ``dtype``: "auto" (default: bfloat16 on cuda, float32 on cpu), "bfloat16", "float16" or "float32".
 - ``max_batch_size``: how many concurrent requests may share one ``generate()`` (default 8; 1 = one at a time).
 - ``batch_wait_ms``: how long to wait for more requests to join a batch once the first arrives (default 5).
+- ``batch_slice_tokens``: a running batch makes way for requests that wait with the same settings after this
+  many new tokens (default 16; 0: a batch runs to its end first). Its unfinished rows go on in the next batch.
+- ``compiled_decoding``, ``compile_batch_sizes``, ``compile_cache_lengths``, ``compile_backend``: a static KV
+  cache and a compiled decode step, on by default with CUDA (``models_runtime/compiled_decoding.py``).
 
 Image-text-to-text checkpoints load with ``AutoProcessor`` + ``AutoModelForImageTextToText``; anything else
 falls back to ``AutoTokenizer`` + ``AutoModelForCausalLM`` and rejects requests with images. One scheduler
 thread owns the model (``models_runtime/batching.py``): concurrent ``stream()`` calls (a Celery worker with
 ``-P threads``) queue their request; requests with the same generation settings run as one left-padded batch,
 each row streaming to its own caller. Seeded sampling runs alone, so a seed gives the same answer under load.
-Set ``max_batch_size`` to 1 for a checkpoint whose processor cannot pad a batch.
+Each prompt is encoded on its own (``models_runtime/batch_rows.py``); set ``max_batch_size`` to 1 for a
+checkpoint whose processor output cannot be batched that way.
 """
 
 from __future__ import annotations
 
 import gc
-import math
+import logging
 import os
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, Literal, NamedTuple, Protocol, TypedDict
 
 import torch
@@ -49,10 +54,22 @@ from models_runtime.base import (
     Stream,
     TransientModelError,
 )
-from models_runtime.batching import BatchJob, BatchScheduler, RowsCancelled, RowStreamer
+from models_runtime.batch_rows import EncodedPrompt, collate
+from models_runtime.batching import BatchJob, BatchScheduler, RowsDone, RowStreamer
+from models_runtime.compiled_decoding import (
+    COMPILE_KEYS,
+    CompiledDecoding,
+    CompileSettings,
+    Plan,
+    Shape,
+    WarmUp,
+)
+from models_runtime.settings import SettingsReader
 from models_runtime.textstream import StopCutter
 
-SETTINGS_KEYS = {"path", "device", "dtype", "max_batch_size", "batch_wait_ms"}
+logger = logging.getLogger(__name__)
+
+SETTINGS_KEYS = {"path", "device", "dtype", "max_batch_size", "batch_wait_ms", "batch_slice_tokens", *COMPILE_KEYS}
 DTYPES = ("bfloat16", "float16", "float32")
 
 
@@ -62,6 +79,8 @@ class GenerativeModel(Protocol):
     generation_config: GenerationConfig
 
     def generate(self, **kwargs: Any) -> Any: ...
+
+    def parameters(self) -> Iterator[torch.nn.Parameter]: ...
 
 
 class ImageContent(TypedDict):
@@ -114,8 +133,11 @@ class TransformersBackend(Backend):
         self.device = _resolve_device(self.settings.get("device", "auto"))
         self.dtype = _resolve_dtype(self.settings.get("dtype", "auto"), self.device)
         self._torch_dtype = getattr(torch, self.dtype)
-        self.max_batch_size = _setting_int(self.settings, "max_batch_size", 8, minimum=1)
-        self.batch_wait_ms = _setting_float(self.settings, "batch_wait_ms", 5, minimum=0)
+        reader = SettingsReader("transformers", self.settings)
+        self.max_batch_size = reader.integer("max_batch_size", 8, minimum=1)
+        self.batch_wait_ms = reader.number("batch_wait_ms", 5, minimum=0)
+        self.batch_slice_tokens = reader.integer("batch_slice_tokens", 16, minimum=0)
+        compile_settings = CompileSettings.read(reader, device=self.device, max_batch_size=self.max_batch_size)
         self._scheduler = BatchScheduler(
             self._run_batch,
             self._batch_error,
@@ -128,7 +150,11 @@ class TransformersBackend(Backend):
         self.tokenizer: PreTrainedTokenizerBase | None = None
         self.multimodal = False
         self._eos_token_ids: set[int] = set()
+        self.compiled: CompiledDecoding | None = None
+        self.compile_failure = ""
         self._load()
+        if compile_settings is not None:
+            self._compile(compile_settings)
 
     # -- loading -------------------------------------------------------------------------------------------
 
@@ -169,10 +195,53 @@ class TransformersBackend(Backend):
                 f"cannot load a transformers model from {self.path}: {type(exc).__name__}: {exc}"
             ) from exc
 
+    def _compile(self, settings: CompileSettings) -> None:
+        """Compile every shape now, on the scheduler thread (which serves them), before any request runs."""
+        assert self.model is not None and self.tokenizer is not None  # loaded, or _load raised
+        compiled = CompiledDecoding(self.model, settings, self.device)
+        pad_token_id = _pad_token_id(self.tokenizer)
+        filler = pad_token_id if pad_token_id is not None else 0
+        try:
+            self._scheduler.start(lambda: compiled.warm_up(filler_token=filler, pad_token_id=pad_token_id))
+        except Exception as exc:
+            compiled.release()
+            self.compile_failure = f"{type(exc).__name__}: {exc}"
+            if not settings.asked:  # "auto": the model still serves, on the dynamic path
+                logger.warning("compiled decoding of %s failed, serving without: %s", self.path, self.compile_failure)
+                return
+            self.close()
+            if isinstance(exc, torch.cuda.OutOfMemoryError):
+                raise TransientModelError(
+                    f"out of GPU memory compiling {self.path} (fewer compile_batch_sizes or compile_cache_lengths "
+                    f"need less): {exc}"
+                ) from exc
+            raise PermanentModelError(
+                f"compiled decoding failed for {self.path} (compiled_decoding false turns it off): "
+                f"{self.compile_failure}"
+            ) from exc
+        self.compiled = compiled
+        logger.info("compiled decoding of %s: %s", self.path, self.compiled_decoding)
+
+    @property
+    def compiled_decoding(self) -> str:
+        """On (with what the warm-up took) or off, in words: for logs and ``check_model``."""
+        if self.compiled is not None and self.compiled.warm_up_report is not None:
+            return f"on: {self.compiled.warm_up_report.describe()}"
+        if self.compile_failure:
+            return f"off: compiling failed ({self.compile_failure[:300]})"
+        return "off"
+
+    @property
+    def warm_up(self) -> WarmUp | None:
+        """What compiling took at load (None when compiled decoding is off)."""
+        return self.compiled.warm_up_report if self.compiled is not None else None
+
     def close(self) -> None:
         """Stop the scheduler (the running batch finishes; queued requests fail) and free the model."""
         self._scheduler.close(self._closed_error())
-        self.model = self.processor = self.tokenizer = None
+        if self.compiled is not None:
+            self.compiled.release()
+        self.model = self.processor = self.tokenizer = self.compiled = None
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -182,8 +251,13 @@ class TransformersBackend(Backend):
 
     @property
     def batch_sizes(self) -> dict[int, int]:
-        """Batch size -> how many batches of that size ran, since loading (tests, benchmarks)."""
+        """Batch size -> how many batches (slices) of that size ran, since loading (tests, benchmarks)."""
         return self._scheduler.batch_sizes
+
+    @property
+    def decoding_shapes(self) -> dict[Shape | None, int]:
+        """Compiled shape -> how many batches ran with it since loading; None: the dynamic path."""
+        return dict(self.compiled.batches) if self.compiled is not None else {}
 
     # -- generation ----------------------------------------------------------------------------------------
 
@@ -233,33 +307,54 @@ class TransformersBackend(Backend):
         return BatchJob(
             payload=Row(prompt, images, request.settings, add_special_tokens),
             key=(_batch_key(request.settings), add_special_tokens),
+            max_new_tokens=request.settings.max_new_tokens,
         )
 
-    def _run_batch(self, jobs: list[BatchJob[Row]]) -> None:
-        """Runs on the scheduler thread, the only one that tokenizes: fast tokenizers are not thread-safe."""
+    def _run_batch(self, jobs: list[BatchJob[Row]]) -> Sequence[BatchJob[Row]]:
+        """One slice of a batch; returns the jobs that go on. Runs on the scheduler thread, the only one that
+        tokenizes: fast tokenizers are not thread-safe."""
         model, tokenizer = self.model, self.tokenizer
         if model is None or tokenizer is None:
             raise self._closed_error()
-        inputs = self._inputs(jobs, tokenizer)
-        mask = inputs.get("attention_mask")
-        counts = mask.sum(dim=1).tolist() if mask is not None else [inputs["input_ids"].shape[1]] * len(jobs)
-        for job, count in zip(jobs, counts, strict=True):
-            job.prompt_tokens = int(count)
+        jobs = [job for job in jobs if self._prepare(job)]
+        if not jobs:
+            return []
+        lengths = [len(job.prepared.input_ids) + len(job.generated) for job in jobs]
+        left = [(job.max_new_tokens or 0) - job.completion_tokens for job in jobs]
+        if self.compiled is not None:
+            longest = max(length + more for length, more in zip(lengths, left, strict=True))
+            plan = self.compiled.plan(len(jobs), max(lengths), max(left), longest)
+        else:
+            plan = Plan(None, max(left))
         settings = jobs[0].payload.settings  # the batch key makes these the same for every row
+        rows = plan.shape.rows if plan.shape is not None else len(jobs)
+        pad_token_id = _pad_token_id(tokenizer)
+        inputs = self._batch(jobs, pad_token_id, filler_rows=rows - len(jobs))
         if settings.seed is not None:
             torch.manual_seed(settings.seed)
+        done = RowsDone(
+            jobs,
+            rows,
+            make_way=lambda: self._scheduler.should_make_way(jobs),
+            # A seeded row draws from one random stream from start to end: it never stops half-way.
+            slice_tokens=0 if settings.seed is not None else self.batch_slice_tokens,
+        )
         kwargs: dict[str, Any] = dict(
-            max_new_tokens=settings.max_new_tokens,
+            max_new_tokens=plan.max_new_tokens,
             streamer=RowStreamer(tokenizer, jobs, self._eos_token_ids),
-            stopping_criteria=StoppingCriteriaList([RowsCancelled(jobs)]),
-            pad_token_id=_pad_token_id(tokenizer),
+            stopping_criteria=StoppingCriteriaList([done]),
+            pad_token_id=pad_token_id,
         )
         if settings.temperature > 0:
             kwargs.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p)
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        with torch.inference_mode():
+        with torch.inference_mode():  # the static caches are inference tensors: reset them in this mode too
+            if plan.shape is not None:
+                assert self.compiled is not None  # plans with a shape come from it
+                kwargs.update(self.compiled.generate_options(plan.shape))
             model.generate(**inputs, **kwargs)
+        return jobs
 
     def _batch_error(self, exc: Exception) -> Exception:
         """What every request of a failed batch gets."""
@@ -269,26 +364,41 @@ class TransformersBackend(Backend):
             return exc
         return PermanentModelError(f"generation failed with {self.path}: {type(exc).__name__}: {exc}")
 
-    def _inputs(self, jobs: list[BatchJob[Row]], tokenizer: PreTrainedTokenizerBase) -> dict[str, Any]:
-        """One left-padded batch from the tokenizer/processor, moved to the model's device and dtype."""
-        prompts = [job.payload.prompt for job in jobs]
-        images = [image for job in jobs for image in job.payload.images]  # flat, in row order, as processors take them
-        options: dict[str, Any] = {"return_tensors": "pt", "add_special_tokens": jobs[0].payload.add_special_tokens}
-        if len(jobs) > 1:
-            options.update(padding=True, padding_side="left")
+    def _prepare(self, job: BatchJob[Row]) -> bool:
+        """Encode the job's prompt on its first slice (kept for the next); False, with the job ended, if it fails."""
+        if job.prepared is not None:
+            return True
+        row = job.payload
+        options: dict[str, Any] = {"return_tensors": "pt", "add_special_tokens": row.add_special_tokens}
         try:
             if self.processor is not None:
-                encoded = self.processor(text=prompts, images=images or None, **options)
+                encoding = self.processor(text=[row.prompt], images=row.images or None, **options)
             else:
-                encoded = tokenizer(prompts, **options)
+                assert self.tokenizer is not None  # checked by _run_batch
+                encoding = self.tokenizer([row.prompt], **options)
+            job.prepared = EncodedPrompt.from_encoding(encoding)
         except Exception as exc:
-            hint = f" (a batch of {len(jobs)}: set max_batch_size to 1 if it cannot batch)" if len(jobs) > 1 else ""
+            job.end(PermanentModelError(f"cannot prepare the input for {self.path}: {type(exc).__name__}: {exc}"))
+            return False
+        job.prompt_tokens = len(job.prepared.input_ids)
+        return True
+
+    def _batch(self, jobs: list[BatchJob[Row]], pad_token_id: int | None, *, filler_rows: int) -> dict[str, Any]:
+        """The jobs' rows (prompt and tokens so far), left-padded, on the model's device and in its dtype."""
+        try:
+            batch = collate(
+                [(job.prepared, job.generated) for job in jobs],
+                pad_token_id=pad_token_id if pad_token_id is not None else 0,
+                filler_rows=filler_rows,
+            )
+        except Exception as exc:
             raise PermanentModelError(
-                f"cannot prepare the input for {self.path}{hint}: {type(exc).__name__}: {exc}"
+                f"cannot batch the inputs for {self.path} (set max_batch_size to 1 if its processor's output "
+                f"cannot be batched): {type(exc).__name__}: {exc}"
             ) from exc
         moved: dict[str, Any] = {}
-        for key, value in encoded.items():
-            if hasattr(value, "to"):
+        for key, value in batch.items():
+            if isinstance(value, torch.Tensor):
                 value = value.to(self.device)
                 if value.is_floating_point():
                     value = value.to(self._torch_dtype)
@@ -328,13 +438,14 @@ class TransformersBackend(Backend):
 
 
 def _batch_key(settings: GenerationSettings) -> Hashable:
-    """Requests with equal keys may share a batch (stop strings are cut per request, on the reader's side)."""
+    """Requests with equal keys may share a batch. Stop strings are cut per request, on the reader's side, and
+    each row ends at its own max_new_tokens."""
     if settings.temperature <= 0:  # greedy: temperature, top_p and seed play no part
-        return ("greedy", settings.max_new_tokens)
+        return ("greedy",)
     if settings.seed is not None:
         # A batch draws from one random stream, so a seeded row's answer would depend on its neighbours.
         return object()  # equal to no other key: runs alone
-    return ("sample", settings.max_new_tokens, settings.temperature, settings.top_p)
+    return ("sample", settings.temperature, settings.top_p)
 
 
 def _eos_token_ids(model: GenerativeModel, tokenizer: PreTrainedTokenizerBase) -> set[int]:
@@ -378,21 +489,3 @@ def _resolve_dtype(value: str, device: str) -> str:
     if value not in DTYPES:
         raise PermanentModelError(f'unknown dtype "{value}": use "auto", {", ".join(DTYPES)}')
     return value
-
-
-def _setting_int(settings: Mapping[str, Any], key: str, default: int, *, minimum: int) -> int:
-    value = settings.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _bad_number(key, "an integer", minimum, value)
-    return value
-
-
-def _setting_float(settings: Mapping[str, Any], key: str, default: float, *, minimum: int) -> float:
-    value = settings.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < minimum:
-        raise _bad_number(key, "a number", minimum, value)
-    return value
-
-
-def _bad_number(key: str, kind: str, minimum: int, value: object) -> PermanentModelError:
-    return PermanentModelError(f'transformers setting "{key}" must be {kind} >= {minimum}, got {value!r}')

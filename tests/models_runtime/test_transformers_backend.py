@@ -140,12 +140,14 @@ def test_four_concurrent_requests_get_the_same_answers_as_sequential_ones(tiny_l
 
 
 def test_text_only_checkpoint_falls_back_to_a_causal_lm(tiny_causal_path, png_bytes):
-    backend = TransformersBackend({"path": tiny_causal_path})
+    # device "auto": the GPU where there is one (compiling is not what this test is about)
+    backend = TransformersBackend({"path": tiny_causal_path, "compiled_decoding": False})
 
     stream = backend.stream(ask("Hello?", max_new_tokens=10))
     chunks = list(stream)
 
-    assert (backend.device, backend.dtype, backend.multimodal) == ("cpu", "float32", False)
+    expected = ("cuda", "bfloat16") if torch.cuda.is_available() else ("cpu", "float32")
+    assert (backend.device, backend.dtype, backend.multimodal) == (*expected, False)
     assert "".join(chunks) == stream.result.text
     assert stream.result.prompt_tokens > 3 and 1 <= stream.result.completion_tokens <= 10
     with pytest.raises(PermanentModelError, match="text-only.*1 image"):
@@ -195,7 +197,7 @@ def test_bad_settings(tiny_causal_path, settings, message):
 
 
 def test_close_frees_the_model(tiny_causal_path):
-    backend = TransformersBackend({"path": tiny_causal_path})
+    backend = TransformersBackend({"path": tiny_causal_path, "compiled_decoding": False})
 
     backend.close()
 
@@ -212,8 +214,11 @@ def test_asking_for_cuda_without_a_gpu_is_a_permanent_error(tiny_causal_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_auto_picks_cuda_and_bfloat16_and_serves_four_concurrent_requests(tiny_llava_path, png_bytes):
-    backend = get_backend("transformers", {"path": tiny_llava_path, "max_batch_size": 4, "batch_wait_ms": 2000})
+    # One cache length keeps the compiling short: batch sizes 1, 2 and 4 at 256 tokens.
+    settings = {"path": tiny_llava_path, "max_batch_size": 4, "batch_wait_ms": 2000, "compile_cache_lengths": [256]}
+    backend = get_backend("transformers", settings)
     assert (backend.device, backend.dtype) == ("cuda", "bfloat16")
+    assert backend.compiled_decoding.startswith("on: 3 shapes compiled"), backend.compiled_decoding
     assert next(backend.model.parameters()).device.type == "cuda"
     assert next(backend.model.parameters()).dtype == torch.bfloat16
     requests = [
@@ -228,9 +233,10 @@ def test_auto_picks_cuda_and_bfloat16_and_serves_four_concurrent_requests(tiny_l
     assert backend.batch_sizes == {4: 1}  # one bf16 batch of 4 on the GPU
     assert all(result is not None and 1 <= result.completion_tokens <= 16 for result in results)
     assert results[1].prompt_tokens - results[0].prompt_tokens >= 16  # the image rows kept their image tokens
-    # Each row is still a sensible answer on its own: run alone, the greedy text is the same or, since bf16
-    # matmuls over a padded batch may round differently, at least starts the same way.
-    one = TransformersBackend({"path": tiny_llava_path, "max_batch_size": 1})
+    assert backend.decoding_shapes == {(4, 256): 1}  # compiled decoding is on by default with CUDA
+    # Each row is still a sensible answer on its own: run alone on the dynamic path, the greedy text is the same
+    # or, since bf16 matmuls over a padded batch may round differently, at least starts the same way.
+    one = TransformersBackend({"path": tiny_llava_path, "max_batch_size": 1, "compiled_decoding": False})
     try:
         for request, batched in zip(requests, results, strict=True):
             single = one.stream(request).collect()

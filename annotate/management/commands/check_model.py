@@ -10,7 +10,8 @@ from models_runtime import ModelError
 
 class Command(BaseCommand):
     help = ("Send one short prompt with a small generated image to the model config NAME, in this process, "
-            "and print the answer, device/dtype (transformers), time to first token and latency.")
+            "and print the answer, device/dtype and compiled decoding with its warm-up (transformers), time to "
+            "first token and latency.")
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="ModelConfig name")
@@ -32,6 +33,8 @@ class Command(BaseCommand):
         ]
         if "device" in report:
             lines.append(("device / dtype", f"{report['device']} / {report.get('dtype', '?')}"))
+        if "compiled_decoding" in report:
+            lines.append(("compiled decoding", report["compiled_decoding"]))
         lines += [
             ("load", f"{report['load_ms']} ms"),
             ("time to first token", f"{_value(report['time_to_first_token_ms'])} ms"),

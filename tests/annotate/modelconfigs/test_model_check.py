@@ -4,8 +4,10 @@ would) sends one short prompt with an image through models_runtime and stores th
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
+import torch
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
@@ -78,7 +80,8 @@ def test_tiny_transformers_model_with_an_image(tiny_llava_path):
     job = run_check(config)
     assert job.status == Job.Status.SUCCEEDED, job.error
     report = job.report
-    assert report["device"] == "cpu" and report["dtype"] == "float32"
+    expected = ("cuda", "bfloat16") if torch.cuda.is_available() else ("cpu", "float32")
+    assert (report["device"], report["dtype"]) == expected
     assert isinstance(report["answer"], str)
     assert 0 < report["completion_tokens"] <= CHECK_MAX_NEW_TOKENS  # the check caps a long generation setting
     assert report["prompt_tokens"] > 0 and report["latency_ms"] >= report["time_to_first_token_ms"]
@@ -304,9 +307,31 @@ def test_check_model_command_device_and_errors(tiny_llava_path):
     ModelConfigFactory(name="tiny-cli", backend=ModelConfig.Backend.TRANSFORMERS, backend_settings={"path": tiny_llava_path})
     out = io.StringIO()
     call_command("check_model", "tiny-cli", stdout=out)
-    assert "device / dtype: cpu / float32" in out.getvalue()
+    if torch.cuda.is_available():
+        assert "device / dtype: cuda / bfloat16" in out.getvalue() and "compiled decoding: on: " in out.getvalue()
+    else:
+        assert "device / dtype: cpu / float32" in out.getvalue() and "compiled decoding: off\n" in out.getvalue()
     with pytest.raises(CommandError, match="No model config named 'nope'"):
         call_command("check_model", "nope")
     ModelConfigFactory(name="broken-cli", backend_settings={"fail": "permanent"})
     with pytest.raises(CommandError, match="PermanentModelError"):
         call_command("check_model", "broken-cli")
+
+
+def test_the_check_shows_the_warm_up_of_compiled_decoding(tiny_llava_path, admin_client):
+    """Compiled on the CPU with torch.compile's "eager" backend: one batch size at one cache length."""
+    settings = {"path": tiny_llava_path, "device": "cpu", "max_batch_size": 1, "compiled_decoding": True,
+                "compile_backend": "eager", "compile_cache_lengths": [256]}
+    config = ModelConfigFactory(name="tiny-compiled", backend=ModelConfig.Backend.TRANSFORMERS,
+                                backend_settings=settings)
+    out = io.StringIO()
+
+    call_command("check_model", "tiny-compiled", stdout=out)
+    job = run_check(config)  # the same warm backend in this process
+
+    assert re.search(r"compiled decoding: on: 1 shape compiled in \d+\.\d s\n", out.getvalue()), out.getvalue()
+    assert job.status == Job.Status.SUCCEEDED, job.error
+    assert job.report["compiled_decoding"].startswith("on: 1 shape compiled in ")
+    assert job.report["warm_up_ms"] > 0
+    page = admin_client.get(reverse("admin:annotate_modelconfig_check_result", args=[job.pk]))
+    assert f"<th>Compiled decoding</th><td>{job.report['compiled_decoding']}</td>".encode() in page.content

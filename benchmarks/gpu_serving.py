@@ -1,0 +1,390 @@
+"""The transformers backend on a GPU: compiled decoding against the dynamic path and against raw ``generate()``.
+
+Builds the ~0.8B-parameter LLaVA-style checkpoint with random weights (``models_runtime.tiny.build_mid_llava``;
+its answers never end early) and prints, as it goes, with the seconds since the start:
+
+- backend (compiled decoding on): the warm-up at load, then tokens/s for one request at a time and for
+  --requests concurrent ones (half with an image), then time to first text under a steady arrival rate, with
+  batch slices on (the default) and off, and how often torch.compile compiled again while serving (never, if
+  the warm-up did its job; the reasons are printed).
+- dynamic: the same backend with compiled_decoding false.
+- raw: the same rows through one ``model.generate()``, dynamic cache and ``cache_implementation="static"``
+  (transformers compiles its decode step: the first call of each batch size, compile included, is shown apart).
+
+Needs torch, transformers, Pillow (no Django, no project install); run from the repository root:
+
+    python3 benchmarks/gpu_serving.py --json gpu.json
+    python3 benchmarks/gpu_serving.py --device cpu --tiny          # the tiny checkpoint on the CPU, for CI
+    python3 benchmarks/gpu_serving.py --quick --parts backend,raw
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+
+from benchmarks.figures import percentile  # noqa: E402
+from models_runtime import GenerationSettings, ImagePart, Message, ModelRequest  # noqa: E402
+from models_runtime.backends.transformers import TransformersBackend  # noqa: E402
+
+STARTED = time.perf_counter()
+QUESTIONS = [
+    "What is shown in the image? Answer with the letter of the correct option.",
+    "Count the objects in the picture and give a number.",
+    "Which colour is the square? A red, B blue, C green, D yellow.",
+    "Look at the picture again and think about the shapes once more.",
+]
+PARTS = ("backend", "dynamic", "raw")
+SIZES = {  # the defaults of --requests etc.: the issue's measurement, a shorter one, and one for the CPU
+    "full": {"requests": 32, "new_tokens": 128, "single": 3, "rate": 20, "ttft_seconds": 10, "ttft_new_tokens": 64},
+    "quick": {"requests": 16, "new_tokens": 64, "single": 2, "rate": 20, "ttft_seconds": 5, "ttft_new_tokens": 64},
+    "tiny": {"requests": 8, "new_tokens": 24, "single": 2, "rate": 10, "ttft_seconds": 2, "ttft_new_tokens": 16},
+}
+
+
+def say(text: str) -> None:
+    print(f"[{time.perf_counter() - STARTED:7.1f} s] {text}", flush=True)
+
+
+def png(index: int, size: int) -> bytes:
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (size, size), "white")
+    colour = ((index * 53) % 256, (index * 101) % 256, (index * 197) % 256)
+    ImageDraw.Draw(image).rectangle((size // 4, size // 4, 3 * size // 4, 3 * size // 4), fill=colour)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def make_requests(count: int, new_tokens: int, image_size: int) -> list[ModelRequest]:
+    """Half with an image (the odd ones), questions of different lengths."""
+    requests = []
+    for index in range(count):
+        content: tuple = (f"Question {index}. {QUESTIONS[index % len(QUESTIONS)]}",)
+        if index % 2:
+            content = (ImagePart(png(index, image_size)), *content)
+        requests.append(
+            ModelRequest(messages=(Message("user", content),), settings=GenerationSettings(max_new_tokens=new_tokens))
+        )
+    return requests
+
+
+def run_together(backend: TransformersBackend, requests: list[ModelRequest]) -> dict:
+    """All requests at once, one thread each; tokens/s over the wall time from the first to the last answer."""
+    results: list = [None] * len(requests)
+
+    def call(index: int) -> None:
+        try:
+            results[index] = backend.stream(requests[index]).collect()
+        except Exception as exc:  # counted and shown, the run goes on
+            results[index] = exc
+
+    threads = [threading.Thread(target=call, args=(index,)) for index in range(len(requests))]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return figures(results, time.perf_counter() - started)
+
+
+def run_one_by_one(backend: TransformersBackend, requests: list[ModelRequest]) -> dict:
+    results: list = []
+    started = time.perf_counter()
+    for request in requests:
+        try:
+            results.append(backend.stream(request).collect())
+        except Exception as exc:
+            results.append(exc)
+    return figures(results, time.perf_counter() - started)
+
+
+def run_arrivals(backend: TransformersBackend, requests: list[ModelRequest], rate: float) -> dict:
+    """Requests arrive at a steady ``rate`` per second, whether or not earlier ones have finished."""
+    results: list = [None] * len(requests)
+    threads = []
+
+    def call(index: int) -> None:
+        try:
+            results[index] = backend.stream(requests[index]).collect()
+        except Exception as exc:
+            results[index] = exc
+
+    started = time.perf_counter()
+    for index in range(len(requests)):
+        delay = started + index / rate - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        thread = threading.Thread(target=call, args=(index,))
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+    return figures(results, time.perf_counter() - started)
+
+
+def figures(results: list, wall: float) -> dict:
+    answers = [result for result in results if not isinstance(result, BaseException)]
+    errors = [result for result in results if isinstance(result, BaseException)]
+    tokens = sum(result.completion_tokens or 0 for result in answers)
+    ttft = [result.time_to_first_token or result.latency for result in answers]
+    return {
+        "requests": len(results),
+        "errors": len(errors),
+        "first_error": f"{type(errors[0]).__name__}: {errors[0]}"[:300] if errors else None,
+        "tokens": tokens,
+        "wall_s": round(wall, 3),
+        "tokens_per_s": round(tokens / wall, 1) if wall else None,
+        "ttft_p50_s": round(percentile(ttft, 0.5), 3),
+        "ttft_p95_s": round(percentile(ttft, 0.95), 3),
+    }
+
+
+def show(label: str, result: dict) -> None:
+    errors = f"; {result['errors']} errors, first: {result['first_error']}" if result["errors"] else ""
+    say(
+        f"{label}: {result['tokens_per_s']} tokens/s ({result['tokens']} tokens in {result['wall_s']} s), "
+        f"time to first text p50 {result['ttft_p50_s']} s, p95 {result['ttft_p95_s']} s{errors}"
+    )
+
+
+def difference(after: dict, before: dict) -> dict:
+    return {str(key): count - before.get(key, 0) for key, count in after.items() if count - before.get(key, 0)}
+
+
+def backend_part(args, path: str, compiled: bool, out: dict) -> None:
+    name = "backend" if compiled else "dynamic"
+    settings = {
+        "path": path,
+        "device": args.device,
+        "max_batch_size": args.requests,
+        "compiled_decoding": compiled,
+        "compile_batch_sizes": [size for size in args.batch_sizes if size <= args.requests],
+        "compile_cache_lengths": args.cache_lengths,
+        "compile_backend": args.compile_backend,
+    }
+    say(f"{name}: loading with {json.dumps({k: v for k, v in settings.items() if k != 'path'})}")
+    started = time.perf_counter()
+    backend = TransformersBackend(settings)
+    load_s = time.perf_counter() - started
+    figures_out: dict = {"load_s": round(load_s, 1), "device": backend.device, "dtype": backend.dtype}
+    if backend.warm_up is not None:
+        figures_out["warm_up"] = {"shapes": backend.warm_up.shapes, "seconds": round(backend.warm_up.seconds, 1),
+                                  "gpu_memory_mib": backend.warm_up.gpu_memory_mib}
+        say(f"{name}: loaded in {load_s:.1f} s; warm-up {backend.warm_up.describe()}")
+    else:
+        say(f"{name}: loaded in {load_s:.1f} s ({backend.device}, {backend.dtype})")
+    out[name] = figures_out
+    # Serving must never compile again: count torch.compile's recompiles from here on (their reasons are printed).
+    recompiles = RecompileLog()
+    try:
+        requests = make_requests(args.requests, args.new_tokens, args.image_size)
+        shapes = backend.decoding_shapes
+        figures_out["one_at_a_time"] = result = run_one_by_one(backend, requests[: args.single])
+        show(f"{name}: 1 request at a time ({args.single} requests)", result)
+        figures_out["concurrent"] = result = run_together(backend, requests)
+        show(f"{name}: {args.requests} concurrent requests", result)
+        result["batch_sizes"] = {str(size): count for size, count in sorted(backend.batch_sizes.items())}
+        arrivals = make_requests(int(args.rate * args.ttft_seconds), args.ttft_new_tokens, args.image_size)
+        slices = [backend.batch_slice_tokens, 0] if compiled else [backend.batch_slice_tokens]
+        for slice_tokens in slices:
+            backend.batch_slice_tokens = slice_tokens
+            before = backend.batch_sizes
+            label = f"arrivals_slice_{slice_tokens}"
+            figures_out[label] = result = run_arrivals(backend, arrivals, args.rate)
+            result["batch_sizes"] = difference(backend.batch_sizes, before)
+            show(f"{name}: {args.rate:g} requests/s for {args.ttft_seconds:g} s, {args.ttft_new_tokens} new tokens, "
+                 f"batch_slice_tokens {slice_tokens}", result)
+        figures_out["decoding_shapes"] = difference(backend.decoding_shapes, shapes)
+        say(f"{name}: batches per compiled shape (None: dynamic path) {figures_out['decoding_shapes']}")
+        figures_out["recompiles_while_serving"] = len(recompiles.reasons)
+        say(f"{name}: recompiles while serving: {len(recompiles.reasons)}")
+    finally:
+        recompiles.close()
+        backend.close()
+
+
+class RecompileLog(logging.Handler):
+    """torch.compile's recompile log (TORCH_LOGS=recompiles), printed and counted while it is open."""
+
+    LOGGER = "torch._dynamo.guards.__recompiles"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reasons: list[str] = []
+        torch._logging.set_logs(recompiles=True)
+        logging.getLogger(self.LOGGER).addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "Recompiling function" in message:
+            self.reasons.append(message)
+
+    def close(self) -> None:
+        logging.getLogger(self.LOGGER).removeHandler(self)
+        torch._logging.set_logs(recompiles=False)
+        super().close()
+
+
+def raw_part(args, path: str, out: dict) -> None:
+    """The same rows, left-padded by the processor, through one generate() per batch."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    device = "cuda" if args.device in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    processor = AutoProcessor.from_pretrained(path, local_files_only=True)
+    model = AutoModelForImageTextToText.from_pretrained(path, local_files_only=True, dtype=dtype).to(device).eval()
+    requests = make_requests(args.requests, args.new_tokens, args.image_size)
+    figures_out: dict = {}
+    out["raw"] = figures_out
+    for rows in sorted({1, args.requests}):
+        chosen = requests[:rows]
+        texts, images = [], []
+        for request in chosen:
+            parts = request.messages[0].content
+            conversation = [{"role": "user", "content": [
+                {"type": "image"} if isinstance(part, ImagePart) else {"type": "text", "text": part} for part in parts
+            ]}]
+            texts.append(processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False))
+            images += [part.to_pil() for part in parts if isinstance(part, ImagePart)]
+        inputs = processor(text=texts, images=images or None, return_tensors="pt", padding=True,
+                           padding_side="left", add_special_tokens=False).to(device)
+        if "pixel_values" in inputs:
+            inputs["pixel_values"] = inputs["pixel_values"].to(dtype)
+        for cache in ("dynamic", "static"):
+            options = {"cache_implementation": "static"} if cache == "static" else {}
+            label = f"{cache}_{rows}"
+            if cache == "static":  # the first call of a shape compiles: timed apart
+                first = timed_generate(model, inputs, args.new_tokens, options)
+                figures_out[f"{label}_first_call_s"] = round(first[1], 1)
+                say(f"raw generate, {cache} cache, batch {rows}: first call (compiling) {first[1]:.1f} s")
+            tokens, seconds = timed_generate(model, inputs, args.new_tokens, options)
+            figures_out[label] = {"tokens": tokens, "wall_s": round(seconds, 3), "tokens_per_s": round(tokens / seconds, 1),
+                                  "ms_per_step": round(1000 * seconds / args.new_tokens, 2)}
+            say(f"raw generate, {cache} cache, batch {rows}: {tokens / seconds:.0f} tokens/s "
+                f"({1000 * seconds / args.new_tokens:.2f} ms per step)")
+    del model
+
+
+def timed_generate(model, inputs: dict, new_tokens: int, options: dict) -> tuple[int, float]:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    started = time.perf_counter()
+    with torch.inference_mode():
+        output = model.generate(**inputs, max_new_tokens=new_tokens, do_sample=False, **options)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    return (output.shape[1] - inputs["input_ids"].shape[1]) * output.shape[0], seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--tiny", action="store_true", help="the tiny checkpoint (CPU runs, CI)")
+    parser.add_argument("--path", help="a checkpoint of your own instead of a built one")
+    parser.add_argument("--quick", action="store_true", help="16 requests of 64 tokens, arrivals for 5 s")
+    parser.add_argument("--requests", type=int, help="concurrent requests (default 32; --quick 16, --tiny 8)")
+    parser.add_argument("--new-tokens", type=int, help="new tokens per request (default 128; --quick 64, --tiny 24)")
+    parser.add_argument("--single", type=int, help="requests run one at a time (default 3; --quick, --tiny 2)")
+    parser.add_argument("--rate", type=float, help="arrivals per second (default 20; --tiny 10)")
+    parser.add_argument("--ttft-seconds", type=float, help="how long requests arrive (default 10; --quick 5, --tiny 2)")
+    parser.add_argument("--ttft-new-tokens", type=int, help="new tokens per arriving request (default 64; --tiny 16)")
+    parser.add_argument("--batch-sizes", default="1,2,4,8,16,32", help="compile_batch_sizes (up to --requests)")
+    parser.add_argument("--cache-lengths", default="512", help="compile_cache_lengths (default 512)")
+    parser.add_argument("--compile-backend", help='default "inductor" on a GPU, "eager" on the CPU')
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"which parts, in order (default {','.join(PARTS)})")
+    parser.add_argument("--json", help="write the figures here (rewritten after each part)")
+    args = parser.parse_args()
+    sizes = SIZES["tiny" if args.tiny else "quick" if args.quick else "full"]
+    for name, value in sizes.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    args.batch_sizes = [int(size) for size in args.batch_sizes.split(",")]
+    args.cache_lengths = [int(length) for length in args.cache_lengths.split(",")]
+    cuda = args.device != "cpu" and torch.cuda.is_available()
+    args.compile_backend = args.compile_backend or ("inductor" if cuda else "eager")
+    parts = [part for part in args.parts.split(",") if part]
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown part(s) {', '.join(sorted(unknown))}; known: {', '.join(PARTS)}")
+
+    out: dict = {"args": vars(args), "torch": torch.__version__, "device_name": _device_name(cuda)}
+    import transformers
+
+    out["transformers"] = transformers.__version__
+    say(f"torch {torch.__version__}, transformers {transformers.__version__}, {out['device_name']}")
+
+    def save() -> None:
+        if args.json:
+            with open(args.json, "w") as handle:
+                json.dump(out, handle, indent=2, default=str)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.path or build(args, tmp, cuda)
+        args.image_size = 224 if not args.tiny else 32
+        for part in parts:
+            try:
+                if part == "raw":
+                    raw_part(args, path, out)
+                else:
+                    backend_part(args, path, compiled=part == "backend", out=out)
+            except Exception as exc:  # the other parts still run
+                say(f"{part} failed: {type(exc).__name__}: {exc}")
+                traceback.print_exc()
+                out.setdefault(part, {})["failed"] = f"{type(exc).__name__}: {exc}"
+            save()
+            if cuda:
+                torch.cuda.empty_cache()
+    summary(out)
+
+
+def summary(out: dict) -> None:
+    """The issue's targets beside what this run measured (where it measured them)."""
+    compiled = out.get("backend", {})
+    rate = out["args"]["rate"]
+    lines = [
+        ("1 request, tokens/s", compiled.get("one_at_a_time", {}).get("tokens_per_s"), ">= 250"),
+        (f"{out['args']['requests']} concurrent, tokens/s", compiled.get("concurrent", {}).get("tokens_per_s"), ">= 5000"),
+        ("warm-up, s", compiled.get("warm_up", {}).get("seconds"), "<= 180"),
+        ("recompiles while serving", compiled.get("recompiles_while_serving"), "0"),
+    ]
+    for key in sorted(key for key in compiled if key.startswith("arrivals_slice_")):
+        lines.append((f"time to first text p95 at {rate:g}/s, {key[9:].replace('_', ' ')}",
+                      compiled[key].get("ttft_p95_s"), "<= 0.5"))
+    say("summary (compiled decoding; targets for the ~0.8B checkpoint on an H100/H200):")
+    for label, value, target in lines:
+        say(f"  {label}: {value if value is not None else 'not measured'} (target {target})")
+
+
+def build(args, tmp: str, cuda: bool) -> str:
+    from models_runtime.tiny import build_mid_llava, build_tiny_llava
+
+    say(f"building the {'tiny' if args.tiny else '~0.8B-parameter'} random checkpoint")
+    if args.tiny:
+        path = build_tiny_llava(os.path.join(tmp, "tiny-llava"))
+    else:
+        path = build_mid_llava(os.path.join(tmp, "mid-llava"), device="cuda" if cuda else "cpu")
+    say(f"built: {sum(entry.stat().st_size for entry in os.scandir(path)) / 2**20:.0f} MiB on disk")
+    return path
+
+
+def _device_name(cuda: bool) -> str:
+    return torch.cuda.get_device_name() if cuda else "CPU"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""Fixtures of the model runtime's tests, with no Django: tests/models_runtime runs on its own where the app is
+not installed (a GPU box: see benchmarks/gpu_check.sh)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny_llava_path(tmp_path_factory) -> str:
+    """A tiny LLaVA-style checkpoint built once per test run (random weights, no network)."""
+    from models_runtime.tiny import build_tiny_llava
+
+    return build_tiny_llava(tmp_path_factory.mktemp("models") / "tiny-llava")
+
+
+@pytest.fixture(scope="session")
+def tiny_causal_path(tmp_path_factory) -> str:
+    from models_runtime.tiny import build_tiny_causal_lm
+
+    return build_tiny_causal_lm(tmp_path_factory.mktemp("models") / "tiny-causal")
+
+
+@pytest.fixture
+def release_backends():
+    """The test starts and ends with an empty backend registry (closed backends free their memory)."""
+    from models_runtime import registry
+
+    registry.release_all()
+    yield
+    registry.release_all()
