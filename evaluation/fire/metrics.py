@@ -8,7 +8,7 @@ Input shapes
 - Human ratings: ``(item_id, rater_id, score)`` triples for agreement; ``(group_key, score)`` pairs for means,
   where the key is anything hashable (a split, a source, a turn index, a turn kind, or a tuple of them).
 
-Decisions (FIRE, Li et al. 2024, §3.4.1 and Table 3; the README's "FIRE metrics: decisions" says the same)
+Decisions (FIRE, Li et al. 2024, §3.4.1 and Table 3; docs/decisions/fire-metrics.md says the same)
 The authors released no free-dialogue evaluation; the fixed-dialogue numbers follow their
 ``llava/eval/analyze_feedback.py`` (github.com/MM-FIRE/FIRE). The paper's sentences were not at hand offline;
 the rules are quoted as issue 23 states them from §3.4.1.

@@ -1,5 +1,5 @@
-"""README's import-layer diagram is drawn from the import-linter contracts in pyproject.toml, and its package
-table names every package of the tree: the documentation of the design cannot drift from the code."""
+"""docs/architecture.md's import-layer diagram is drawn from the import-linter contracts in pyproject.toml, and its
+package table names every package of the tree: the documentation of the design cannot drift from the code."""
 
 import tomllib
 from pathlib import Path
@@ -30,15 +30,15 @@ def diagram() -> str:
     return "\n".join(lines)
 
 
-def test_readme_draws_the_import_layers_of_the_contracts():
-    readme = (ROOT / "README.md").read_text()
-    assert START in readme and END in readme, f"README.md lacks the markers {START} ... {END}"
+def test_architecture_page_draws_the_import_layers_of_the_contracts():
+    readme = (ROOT / "docs" / "architecture.md").read_text()
+    assert START in readme and END in readme, f"docs/architecture.md lacks the markers {START} ... {END}"
     drawn = readme.split(START, 1)[1].split(END, 1)[0].strip()
-    assert drawn == diagram(), "README's import layers differ from pyproject.toml's contracts; paste:\n" + diagram()
+    assert drawn == diagram(), "docs/architecture.md's import layers differ from pyproject.toml's contracts; paste:\n" + diagram()
 
 
-def test_every_package_is_in_the_readme_table():
-    readme = (ROOT / "README.md").read_text()
+def test_every_package_is_in_the_architecture_table():
+    readme = (ROOT / "docs" / "architecture.md").read_text()
     packages = sorted(
         str(init.parent.relative_to(ROOT))
         for root in ("annotate", "evaluation", "models_runtime")
@@ -46,7 +46,7 @@ def test_every_package_is_in_the_readme_table():
         if "migrations" not in init.parts and "management" not in init.parts
     )
     missing = [package for package in packages if f"`{package}/`" not in readme]
-    assert not missing, f"packages not described in README's package table: {missing}"
+    assert not missing, f"packages not described in docs/architecture.md's package table: {missing}"
 
 
 def test_every_layered_module_exists():
