@@ -1,3 +1,3 @@
-from annotate.celery import app as celery_app
+from annotate.config.celery import app as celery_app
 
 __all__ = ["celery_app"]

@@ -28,6 +28,6 @@ EXPORT_FILES_EXPIRE = "evaluation.tasks.export_files_expire"
 def send_task(name: str, *, args: list[Any], **options: Any) -> None:
     """Queue task ``name`` (Celery's ``send_task``: options as ``apply_async``'s, e.g. queue, time limits).
     Raises what the broker client raises when the broker cannot be reached."""
-    from annotate.celery import app
+    from annotate.config.celery import app
 
     app.send_task(name, args=args, **options)

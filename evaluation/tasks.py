@@ -12,7 +12,8 @@ from celery import shared_task
 from django.db import OperationalError
 
 from annotate import queue_contract
-from evaluation import export_jobs, services
+from evaluation.exports import jobs as export_jobs
+from evaluation.interfeedback import services
 
 
 def _backoff(retries: int) -> float:

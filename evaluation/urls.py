@@ -2,7 +2,9 @@
 
 from django.urls import path
 
-from evaluation import bench_pages, invites, views
+from evaluation import invites
+from evaluation.bench import views as bench_pages
+from evaluation.interfeedback import views
 from evaluation.preference import views as preference_views
 from evaluation.quality import views as quality_views
 
@@ -22,7 +24,7 @@ urlpatterns = [
     path("batches/<int:batch_id>/fire/<str:what>.<str:fmt>", views.batch_fire_export, name="research-fire-export"),
     path("batches/<int:batch_id>/sessions/", views.session_list, name="research-sessions"),
     path("batches/<int:batch_id>/sessions/<int:session_id>/", views.session_detail, name="research-session"),
-    # Sessions export as a background job (evaluation/export_jobs.py).
+    # Sessions export as a background job (evaluation/exports/jobs.py).
     path("batches/<int:batch_id>/exports/sessions/", views.batch_sessions_export_job,
          name="research-sessions-export"),
     path("batches/<int:batch_id>/exports/bundle/", views.batch_bundle_export_job, name="research-bundle-export"),

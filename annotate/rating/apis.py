@@ -8,14 +8,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotate.assignments import assignment_renew
-from annotate.fire import services as rating_services
-from annotate.fire.selectors import (
+from annotate.models import Assignment
+from annotate.rating import services as rating_services
+from annotate.rating.preference import services as preference_services
+from annotate.rating.selectors import (
     access_conversation,
     conversation_for_rating,
     conversation_payload,
 )
-from annotate.models import Assignment
-from annotate.preference import services as preference_services
 from annotate.server.api_schema import UrlPathField, errors
 
 ConversationSerializer = inline_serializer(

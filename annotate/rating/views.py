@@ -19,14 +19,14 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from annotate.errors import ApplicationError, NotFound
-from annotate.fire.selectors import PREFERENCE_DIMENSIONS, access_conversation
-from annotate.fire.services import MAX_SKIP_REASON_CHARS, conversation_skip, ratings_save
 from annotate.models import Batch
-from annotate.preference.services import preference_save
 from annotate.queue.selectors import assignment_page_url
 from annotate.queue.services import assignment_next
 from annotate.queue.views import home_saying_why_nothing
 from annotate.rating.apis import viewer_payload
+from annotate.rating.preference.services import preference_save
+from annotate.rating.selectors import PREFERENCE_DIMENSIONS, access_conversation
+from annotate.rating.services import MAX_SKIP_REASON_CHARS, conversation_skip, ratings_save
 from annotate.server.markdown import markdown_to_html
 
 ROLE_LABELS = {"student": "Student", "teacher": "Teacher", "model": "Candidate"}

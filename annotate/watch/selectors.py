@@ -44,7 +44,7 @@ def _totals(parts: list[dict[str, Any]]) -> dict[str, int]:
 def _queue_depths(models: list[ModelConfig]) -> list[dict[str, Any]]:
     """Messages waiting in each model queue, asked of the broker through Celery's connection (any broker URL the
     workers use); None when the broker cannot be asked."""
-    from annotate.celery import app
+    from annotate.config.celery import app
 
     names = sorted({m.queue_name for m in models})
     depths: list[int | None] = []

@@ -54,7 +54,12 @@ from typing import Literal
 
 import numpy as np
 
-from evaluation.metrics import ConfidenceInterval, exact_fraction, percentile_interval, round_half_up
+from evaluation.interfeedback.metrics import (
+    ConfidenceInterval,
+    exact_fraction,
+    percentile_interval,
+    round_half_up,
+)
 from evaluation.table import Cell, Table
 
 Number = int | float | Fraction

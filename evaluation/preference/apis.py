@@ -12,15 +12,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotate.server.api_schema import file_download
-from evaluation import selectors
-from evaluation.apis import ERRORS, FileContentNegotiation, TableDocumentSerializer
+from evaluation.exports.responses import export_response
+from evaluation.interfeedback import selectors
+from evaluation.interfeedback.apis import ERRORS, FileContentNegotiation, TableDocumentSerializer
 from evaluation.preference.reports import (
     PREFERENCE_FORMATS,
     PREFERENCE_TABLES,
     preference_export,
     preference_report,
 )
-from evaluation.responses import export_response
 
 
 def _exports(batch_id: int) -> dict[str, list[str]]:

@@ -18,7 +18,7 @@ from typing import Literal
 
 from annotate.errors import ApplicationError
 from annotate.models import Batch, Conversation, Ranking, Rating, Turn
-from annotate.preference.services import DIMENSIONS, ranking_parse
+from annotate.rating.preference.services import DIMENSIONS, ranking_parse
 from evaluation.preference.metrics import RankedJudgment
 
 MODELS_FIELD = "models"

@@ -7,15 +7,15 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from annotate.errors import ApplicationError
-from evaluation import selectors
+from evaluation.exports.responses import export_response
+from evaluation.interfeedback import selectors
+from evaluation.interfeedback.views import html_table, researcher_required
 from evaluation.preference.reports import (
     PREFERENCE_FORMATS,
     PREFERENCE_TABLES,
     preference_export,
     preference_report,
 )
-from evaluation.responses import export_response
-from evaluation.views import html_table, researcher_required
 
 TABLE_HEADINGS = {
     "pairs": "Pairwise preferences",

@@ -5,7 +5,7 @@ only those names."""
 from django.conf import settings
 
 from annotate import queue_contract
-from annotate.celery import app
+from annotate.config.celery import app
 
 # Upper-case strings are the contract; those ending in _QUEUE name queues, the others tasks.
 NAMES = {value for name, value in vars(queue_contract).items()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.errors import ApplicationError
-from evaluation import exports, selectors
-from evaluation.filters import parse_filters
+from evaluation.exports import registry as exports
+from evaluation.interfeedback import selectors
+from evaluation.interfeedback.filters import parse_filters
 
 ALL_FORMATS = sorted({fmt for formats in exports.EXPORTS.values() for fmt in formats})
 

@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotate.models import User
-from evaluation import exports
-from evaluation.exporters.tables import render
+from evaluation.exports import registry as exports
+from evaluation.exports.renderers.tables import render
 from evaluation.fire import reports as fire_reports
 from tests.evaluation.fire.test_fire_reports import rate_all
 from tests.factories import UserFactory, make_batch

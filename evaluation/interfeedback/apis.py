@@ -1,0 +1,331 @@
+"""Researcher API (token or session auth): batches, reports, table/figure/session exports, recompute jobs.
+
+Thin views: parse filters, call selectors/services/exports, shape the output. Domain errors (NotFound,
+PermissionDenied, ApplicationError) become 404/403/400 in annotate.errors.api_exception_handler.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+)
+from rest_framework import serializers, status
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate.costs import batch_costs, budget_message
+from annotate.errors import PermissionDenied
+from annotate.jobs.serializers import JobSerializer
+from annotate.models import Batch
+from annotate.server.api_schema import UrlPathField, errors, file_download
+from annotate.server.throttles import JobCreationThrottled
+from evaluation.exports import jobs as export_jobs
+from evaluation.exports import registry as exports
+from evaluation.exports.renderers.tables import to_json
+from evaluation.exports.responses import export_response, file_response
+from evaluation.interfeedback import selectors, services
+from evaluation.interfeedback.filters import parse_filters
+from evaluation.interfeedback.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
+
+FILTER_PARAMETERS = [
+    OpenApiParameter("model", str, description="Model name (ModelConfig.name)"),
+    OpenApiParameter("category", str, description="Task category"),
+    OpenApiParameter("annotator", str, description="Annotator pseudonym"),
+    OpenApiParameter("date_from", OpenApiTypes.DATE, description="Completed on or after (UTC, YYYY-MM-DD)"),
+    OpenApiParameter("date_to", OpenApiTypes.DATE, description="Completed on or before (UTC, YYYY-MM-DD)"),
+]
+OUTCOME_PARAMETER = OpenApiParameter("outcome", str, enum=["0", "1", "2", "3", "never"],
+                                     description="Corrected in this round (sessions only)")
+ERRORS = errors(400, 403, 404, e400="Bad filter or format (the message names it)",
+                e403="Not signed in, or not a researcher", e404="No such batch, or not a member")
+
+
+@extend_schema_serializer(component_name="TableDocument")
+class TableDocumentSerializer(serializers.Serializer):
+    """A table as JSON (the report's tables and the .json downloads)."""
+
+    title = serializers.CharField(allow_blank=True)
+    columns = serializers.ListField(child=serializers.CharField(allow_blank=True))
+    rows = serializers.ListField(child=serializers.DictField(), help_text="One object per row, keyed by column")
+    notes = serializers.ListField(child=serializers.CharField(allow_blank=True))
+
+
+class FileContentNegotiation(BaseContentNegotiation):
+    """Downloads ignore the Accept header (curl, browsers and scripts all get the file; errors are JSON)."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def _researcher_batch(request, batch_id: int):
+    return selectors.batch_for_researcher(request.user, batch_id)
+
+
+def _counts_payload(counts) -> dict:
+    return {
+        "sessions": counts.sessions,
+        "corrected": {f"round_{k}": n for k, n in enumerate(counts.corrected)} | {"never": counts.never},
+        "accuracy": _number(percent(accuracy(counts))),
+        "correction_rate": {f"round_{k}": _number(percent(correction_rate(counts, k))) for k in FEEDBACK_ROUNDS},
+    }
+
+
+def _number(value):
+    return None if value is None else float(value)
+
+
+class BatchListApi(APIView):
+    @extend_schema_serializer(component_name="ResearchBatch")  # nested names must be unique in the schema
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        name = serializers.CharField()
+        kind = serializers.ChoiceField(choices=Batch.Kind.choices)
+        status = serializers.ChoiceField(choices=Batch.Status.choices)
+        task_count = serializers.IntegerField()
+        sessions_counted = serializers.IntegerField()
+        report_url = UrlPathField()
+
+    pagination_class = PageNumberPagination  # read by the schema generator too: the list is documented as pages
+
+    @extend_schema(responses={200: OutputSerializer(many=True), **errors(403, 404, e404="No such page")},
+                   summary="Batches you can read (admins: all)", tags=["research"])
+    def get(self, request):
+        if not request.user.is_researcher_role:
+            raise PermissionDenied("Only researchers and admins can read reports.")
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(selectors.batches_for_researcher(request.user), request, view=self)
+        rows = [
+            {"id": b.id, "name": b.name, "kind": b.kind, "status": b.status, "task_count": b.task_count,
+             "sessions_counted": b.sessions_counted, "report_url": reverse("api-batch-report", args=[b.id])}
+            for b in page
+        ]
+        return paginator.get_paginated_response(self.OutputSerializer(rows, many=True).data)
+
+
+class BatchReportApi(APIView):
+    @extend_schema(
+        parameters=FILTER_PARAMETERS,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Table 3 and Table 4 (as JSON tables), counts per model x category, per-annotator breakdown",
+        tags=["research"],
+    )
+    def get(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        filters = parse_filters(request.query_params)
+        report = selectors.batch_report(batch, filters)
+        aggregate = selectors.aggregate_of(batch)
+        return Response({
+            "batch": {"id": batch.id, "name": batch.name, "kind": batch.kind},
+            "filters": filters.query_params(),
+            "sessions": report.sessions,
+            "updated_at": aggregate.updated_at if aggregate else None,
+            "recomputed_at": aggregate.recomputed_at if aggregate else None,
+            "tables": {"accuracy": json.loads(to_json(report.accuracy)),
+                       "correction": json.loads(to_json(report.correction))},
+            "cells": [{"model": model, "category": category, **_counts_payload(counts)}
+                      for (model, category), counts in report.counts.items()],
+            "annotators": [{"annotator": row.pseudonym, **_counts_payload(row.counts)} for row in report.annotators],
+            "costs": [{"model": c.model, "name": c.slug, "rounds": c.rounds,
+                       "rounds_without_usage": c.rounds_without_usage, "prompt_tokens": c.prompt_tokens,
+                       "completion_tokens": c.completion_tokens, "cost": None if c.cost is None else str(c.cost)}
+                      for c in batch_costs(batch)],
+            "budget": {"budget": None if batch.budget is None else str(batch.budget),
+                       "reached": batch.budget_reached, "message": budget_message(batch)},
+            "exports": {name: [reverse("api-batch-table", args=[batch.id, name, fmt]) for fmt in formats]
+                        for name, formats in exports.EXPORTS.items() if name != "sessions"}
+            | {"sessions": [reverse("api-batch-sessions-jsonl", args=[batch.id]),
+                            reverse("api-batch-sessions-fire", args=[batch.id])]},
+        })
+
+
+FILE_RESPONSES = {
+    **file_download("text/csv", "text/markdown", "application/x-tex", "image/png", "image/svg+xml"),
+    (200, "application/json"): TableDocumentSerializer,
+    **ERRORS,
+}
+
+
+class BatchTableExportApi(APIView):
+    content_negotiation_class = FileContentNegotiation
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("name", str, OpenApiParameter.PATH, enum=[n for n in exports.EXPORTS if n != "sessions"],
+                             description="accuracy (Table 3), correction (Table 4), fig4, fig5, fire-ratings (FIRE "
+                                         "Table A1), fire-summary-split|source|turn, fire-agreement, fire-kappa, "
+                                         "fire-disagreements (FIRE rating batches), bench, fire-fixed, fire-free, "
+                                         "costs"),
+            OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=["csv", "md", "tex", "json", "png", "svg"],
+                             description="Tables: csv md tex json png svg; figures: png svg"),
+            *FILTER_PARAMETERS,
+        ],
+        responses=FILE_RESPONSES,
+        summary="Download a table or figure",
+        tags=["research"],
+    )
+    def get(self, request, batch_id: int, name: str, fmt: str):
+        batch = _researcher_batch(request, batch_id)
+        return export_response(request, exports.build_export(batch, name, fmt, parse_filters(request.query_params)))
+
+
+class BatchSessionExportApi(APIView):
+    content_negotiation_class = FileContentNegotiation
+    fmt = "jsonl"
+
+    @extend_schema(
+        parameters=[*FILTER_PARAMETERS, OUTCOME_PARAMETER],
+        responses={**file_download("application/jsonl"), **ERRORS},
+        summary="Completed sessions, one JSON line each with every round (annotators by pseudonym)",
+        tags=["research"],
+    )
+    def get(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        exports.sessions_direct_check(batch, parse_filters(request.query_params))  # large: the export job
+        export = exports.build_export(batch, "sessions", self.fmt, parse_filters(request.query_params))
+        return export_response(request, export)
+
+
+class BatchSessionFireExportApi(BatchSessionExportApi):
+    fmt = "fire"
+
+    @extend_schema(
+        parameters=[*FILTER_PARAMETERS, OUTCOME_PARAMETER],
+        responses={**file_download("application/jsonl"), **ERRORS},
+        summary="Completed sessions as FIRE conversations (student = model, teacher = human), JSON lines",
+        tags=["research"],
+    )
+    def get(self, request, batch_id: int):
+        return super().get(request, batch_id)
+
+
+class BatchSessionListApi(APIView):
+    @extend_schema_serializer(component_name="ResearchSessionRow")
+    class OutputSerializer(serializers.Serializer):
+        session_id = serializers.IntegerField()
+        task = serializers.CharField(source="session.task.external_id")
+        category = serializers.CharField()
+        model = serializers.CharField(source="model_config.name")
+        annotator = serializers.CharField(source="annotator.pseudonym", allow_null=True)
+        corrected_round = serializers.SerializerMethodField()
+        completed_at = serializers.DateTimeField()
+        url = serializers.SerializerMethodField()
+
+        def get_corrected_round(self, row) -> int | None:
+            return None if row.corrected_round < 0 else row.corrected_round
+
+        @extend_schema_field(UrlPathField())
+        def get_url(self, row) -> str:
+            return reverse("research-session", args=[row.batch_id, row.session_id])
+
+    pagination_class = PageNumberPagination
+
+    @extend_schema(parameters=[*FILTER_PARAMETERS, OUTCOME_PARAMETER],
+                   responses={200: OutputSerializer(many=True), **ERRORS},
+                   summary="Completed sessions, newest first (paginated)", tags=["research"])
+    def get(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        rows = selectors.counted_sessions(batch, parse_filters(request.query_params))
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        return paginator.get_paginated_response(self.OutputSerializer(page, many=True).data)
+
+
+class BatchRecomputeApi(JobCreationThrottled, APIView):
+    @extend_schema(request=None, responses={202: JobSerializer, **ERRORS, **errors(429)},
+                   summary="Queue a full recount of the batch's sessions (a job; poll its URL)", tags=["research"])
+    def post(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        job = services.recompute_job_create(batch=batch, user=request.user)
+        headers = {"Location": reverse("api-batch-job", args=[batch.id, job.id])}
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED, headers=headers)
+
+
+class BatchJobApi(APIView):
+    @extend_schema(responses={200: JobSerializer, **ERRORS}, summary="A job of this batch (status, progress)",
+                   tags=["research"])
+    def get(self, request, batch_id: int, job_id: int):
+        batch = _researcher_batch(request, batch_id)
+        return Response(JobSerializer(selectors.job_for_batch(batch, job_id)).data)
+
+
+# --- sessions export as a background job (evaluation/exports/jobs.py) ---------------------------------------
+
+FILTER_FIELDS = ("model", "category", "annotator", "date_from", "date_to", "outcome")
+
+
+class BatchSessionsExportJobApi(JobCreationThrottled, APIView):
+    @extend_schema_serializer(component_name="SessionsExportInput")
+    class InputSerializer(serializers.Serializer):
+        format = serializers.ChoiceField(choices=export_jobs.SESSION_FORMATS, default="jsonl",
+                                         help_text="jsonl: session records; fire: FIRE conversations")
+        gzip = serializers.BooleanField(default=False, help_text="Compress the file (.jsonl.gz)")
+        model = serializers.CharField(required=False, allow_blank=True, help_text="Model name (ModelConfig.name)")
+        category = serializers.CharField(required=False, allow_blank=True)
+        annotator = serializers.CharField(required=False, allow_blank=True, help_text="Annotator pseudonym")
+        date_from = serializers.CharField(required=False, allow_blank=True, help_text="YYYY-MM-DD (UTC)")
+        date_to = serializers.CharField(required=False, allow_blank=True, help_text="YYYY-MM-DD (UTC)")
+        outcome = serializers.ChoiceField(choices=["0", "1", "2", "3", "never"], required=False, allow_blank=True,
+                                          help_text="Corrected in this round, or never")
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={202: JobSerializer, **ERRORS, **errors(415, 429)},
+        summary="Export completed sessions as a background job (JSON lines, optionally gzip); poll the job's url, "
+                "then download report.download_url",
+        tags=["research"],
+    )
+    def post(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        # Options and filters in the body (JSON or form); the report's query string is accepted as well.
+        body = request.data
+        data = self.InputSerializer(data={**request.query_params.dict(), **body} if hasattr(body, "keys") else body)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        filters = parse_filters({key: values.get(key, "") for key in FILTER_FIELDS})
+        job = export_jobs.sessions_export_job_create(batch=batch, user=request.user, filters=filters,
+                                                     fmt=values["format"], compress=values["gzip"])
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED,
+                        headers={"Location": reverse("api-job", args=[job.id])})
+
+
+class BatchBundleExportJobApi(JobCreationThrottled, APIView):
+    @extend_schema(
+        request=None,
+        responses={202: JobSerializer, **ERRORS, **errors(429)},
+        summary="Build the study bundle (every table, figure and export, instructions, prompts, model settings, a "
+                "README) as a zip in a background job; poll the job's url, then download report.download_url",
+        tags=["research"],
+    )
+    def post(self, request, batch_id: int):
+        batch = _researcher_batch(request, batch_id)
+        job = export_jobs.bundle_export_job_create(batch=batch, user=request.user)
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED,
+                        headers={"Location": reverse("api-job", args=[job.id])})
+
+
+class BatchExportDownloadApi(APIView):
+    content_negotiation_class = FileContentNegotiation
+
+    @extend_schema(
+        responses={**file_download("application/jsonl", "application/gzip", "application/zip"),
+                   **errors(403, 404, 409, 410, e404="No such export, or you may not read its batch",
+                            e409="The export has not succeeded (yet)")},
+        summary="Download the file of a finished export job (members of the batch and admins)",
+        tags=["research"],
+    )
+    def get(self, request, batch_id: int, job_id: int):
+        job = export_jobs.export_job_for_download(request.user, batch_id, job_id)
+        return file_response(request, job.result_file.open("rb"), filename=export_jobs.download_filename(job),
+                             content_type=export_jobs.content_type(job), size=job.result_file.size)
