@@ -15,9 +15,8 @@ from rest_framework.views import APIView
 from annotate.crowd import selectors as crowd_selectors
 from annotate.crowd import services as crowd_services
 from annotate.errors import ApplicationError, NotFound
+from annotate.people.access import batch_for_researcher, researcher_required
 from annotate.server.api_schema import UrlPathField, errors
-from evaluation.interfeedback.selectors import batch_for_researcher
-from evaluation.interfeedback.views import researcher_required
 
 ERRORS = errors(400, 403, 404, e403="Not signed in, or not a researcher", e404="No such batch or link, or not a member")
 

@@ -12,6 +12,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.config.settings")
 WORKER_OPTIONS = ("--without-gossip", "--without-mingle")
 
 app = Celery("annotate")
+# Celery's current_app in every thread (not only this one): the domain below the wiring sends tasks by name
+# through it (annotate.queue_contract) and never imports this module.
+app.set_default()
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["annotate.sessions", "annotate.imports", "annotate.modelconfigs", "annotate.bench",
                         "evaluation"])

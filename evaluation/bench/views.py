@@ -12,11 +12,12 @@ from annotate.bench import selectors as bench_selectors
 from annotate.bench import services as bench_services
 from annotate.errors import ApplicationError
 from annotate.models import Batch, BenchRun, ModelConfig, Round
+from annotate.people.access import researcher_required
 from evaluation.bench.apis import run_table_response
 from evaluation.bench.tables import comparison_tables, run_table
 from evaluation.exports.registry import render_tables
 from evaluation.fire.runs import fire_run_tables
-from evaluation.interfeedback.views import html_table, researcher_required
+from evaluation.interfeedback.views import html_table
 
 
 class BenchRunForm(forms.Form):

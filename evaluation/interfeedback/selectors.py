@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
-from annotate.errors import ApplicationError, NotFound, PermissionDenied
+from annotate.errors import ApplicationError, NotFound
 from annotate.models import Batch, Job, ModelConfig, Session, User
+from annotate.people import access
+from annotate.people.access import researcher_batches
 from annotate.sessions.selectors import sessions_with_rounds
 from evaluation.interfeedback.filters import NO_FILTERS, ReportFilters
 from evaluation.interfeedback.metrics import (
@@ -30,26 +32,20 @@ from evaluation.table import Table
 
 
 def batches_for_researcher(user) -> QuerySet[Batch]:
-    batches = Batch.objects.all() if user.is_admin_role else Batch.objects.filter(members=user)
     counted = (
         OutcomeCounter.objects.filter(batch_id=OuterRef("pk"))
         .values("batch_id")
         .annotate(total=Sum("count"))
         .values("total")
     )
-    return batches.annotate(
+    return researcher_batches(user).annotate(
         sessions_counted=Coalesce(Subquery(counted, output_field=IntegerField()), 0)
     ).order_by("-created_at")
 
 
 def batch_for_researcher(user, batch_id: int) -> Batch:
-    """The batch if the user may read it: admins, and researchers who are members. Others get an error."""
-    if not user.is_authenticated or not user.is_researcher_role:
-        raise PermissionDenied("Only researchers and admins can read reports.")
-    batch = batches_for_researcher(user).select_related("aggregate").filter(pk=batch_id).first()
-    if batch is None:  # missing or not a member: the same answer, so ids cannot be probed
-        raise NotFound(f"Batch {batch_id} does not exist or you are not a member of it.")
-    return batch
+    """The batch if the user may read it (annotate.people.access), with its aggregate row. Others get an error."""
+    return access.batch_for_researcher(user, batch_id, Batch.objects.select_related("aggregate"))
 
 
 def batch_by_name(name: str) -> Batch:

@@ -6,11 +6,8 @@ Pages read counters through selectors; figures and downloads are separate reques
 from __future__ import annotations
 
 import json
-from functools import wraps
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
@@ -20,8 +17,8 @@ from django.views.decorators.http import require_POST
 
 from annotate.costs import batch_costs, budget_message
 from annotate.errors import ApplicationError, NotFound
-from annotate.errors import PermissionDenied as DomainPermissionDenied
 from annotate.models import Rating
+from annotate.people.access import researcher_required
 from annotate.server.throttles import job_creation_wait
 from evaluation.exports import jobs as export_jobs
 from evaluation.exports import registry as exports
@@ -36,21 +33,6 @@ from evaluation.table import Table, cell_text
 SESSIONS_PER_PAGE = 50
 BREAKDOWN_ROWS = 100
 
-
-def researcher_required(view):
-    @login_required
-    @wraps(view)
-    def wrapped(request, *args, **kwargs):
-        if not request.user.is_researcher_role:
-            raise PermissionDenied("Researchers only")
-        try:
-            return view(request, *args, **kwargs)
-        except NotFound as error:
-            raise Http404(error.message) from None
-        except DomainPermissionDenied as error:
-            raise PermissionDenied(error.message) from None
-
-    return wrapped
 
 
 def _filters(request):

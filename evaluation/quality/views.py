@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from django.shortcuts import render
 
-from evaluation.interfeedback.selectors import batch_for_researcher
-from evaluation.interfeedback.views import researcher_required
+from annotate.people.access import batch_for_researcher, researcher_required
 from evaluation.quality.selectors import FAST_ROUND_MS, FAST_SESSION_FRACTION, GOLD_CHECK_TYPES, batch_quality
 
 
