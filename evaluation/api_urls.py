@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from evaluation import invites
+from annotate.crowd import invites
 from evaluation.bench import apis as bench_apis
 from evaluation.interfeedback import apis
 from evaluation.preference import apis as preference_apis

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from evaluation import invites
+from annotate.crowd import invites
 from evaluation.bench import views as bench_pages
 from evaluation.interfeedback import views
 from evaluation.preference import views as preference_views

@@ -34,8 +34,8 @@ from annotate.errors import ApplicationError, Conflict, Gone, NotFound, Permissi
 from annotate.models import Batch, Job, User
 from evaluation.exports import bundle
 from evaluation.exports import registry as exports
+from evaluation.exports.filters import ReportFilters, parse_filters
 from evaluation.interfeedback import selectors
-from evaluation.interfeedback.filters import ReportFilters, parse_filters
 from evaluation.interfeedback.services import job_fail
 
 logger = logging.getLogger(__name__)

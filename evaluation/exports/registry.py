@@ -32,14 +32,14 @@ from annotate.errors import ApplicationError, NotFound
 from annotate.models import Batch
 from evaluation.bench.tables import bench_paper_table, latest_run
 from evaluation.exports.costs import costs_table
-from evaluation.exports.renderers.plots import render_plot
+from evaluation.exports.filters import NO_FILTERS, ReportFilters
 from evaluation.exports.renderers.sessions import jsonl_lines
 from evaluation.exports.renderers.table_image import render_table_image
 from evaluation.exports.renderers.tables import render
 from evaluation.fire.reports import FIRE_TABLES
 from evaluation.fire.runs import fire_run_tables
 from evaluation.interfeedback import selectors
-from evaluation.interfeedback.filters import NO_FILTERS, ReportFilters
+from evaluation.interfeedback.plots import render_plot
 from evaluation.table import Table
 
 TABLE_FORMATS = ("csv", "md", "tex", "json")

@@ -30,10 +30,10 @@ from annotate.server.api_schema import UrlPathField, errors, file_download
 from annotate.server.throttles import JobCreationThrottled
 from evaluation.exports import jobs as export_jobs
 from evaluation.exports import registry as exports
+from evaluation.exports.filters import parse_filters
 from evaluation.exports.renderers.tables import to_json
 from evaluation.exports.responses import export_response, file_response
 from evaluation.interfeedback import selectors, services
-from evaluation.interfeedback.filters import parse_filters
 from evaluation.interfeedback.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
 
 FILTER_PARAMETERS = [

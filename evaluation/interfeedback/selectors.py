@@ -17,7 +17,7 @@ from annotate.models import Batch, Job, ModelConfig, Session, User
 from annotate.people import access
 from annotate.people.access import researcher_batches
 from annotate.sessions.selectors import sessions_with_rounds
-from evaluation.interfeedback.filters import NO_FILTERS, ReportFilters
+from evaluation.exports.filters import NO_FILTERS, ReportFilters
 from evaluation.interfeedback.metrics import (
     ROUNDS,
     CountsKey,

@@ -22,11 +22,11 @@ from annotate.people.access import researcher_required
 from annotate.server.throttles import job_creation_wait
 from evaluation.exports import jobs as export_jobs
 from evaluation.exports import registry as exports
+from evaluation.exports.filters import NO_FILTERS, OUTCOME_CHOICES, ReportFilterForm, form_error_text
 from evaluation.exports.renderers.tables import render as render_table
 from evaluation.exports.responses import export_response
 from evaluation.fire import reports as fire_reports
 from evaluation.interfeedback import selectors, services
-from evaluation.interfeedback.filters import NO_FILTERS, OUTCOME_CHOICES, ReportFilterForm, form_error_text
 from evaluation.interfeedback.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
 from evaluation.table import Table, cell_text
 

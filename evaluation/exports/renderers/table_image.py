@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evaluation.exports.renderers.plots import figure_bytes
+from evaluation.interfeedback.plots import figure_bytes
 from evaluation.table import Table, cell_text
 
 if TYPE_CHECKING:

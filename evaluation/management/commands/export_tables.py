@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.errors import ApplicationError
 from evaluation.exports import registry as exports
+from evaluation.exports.filters import parse_filters
 from evaluation.interfeedback import selectors
-from evaluation.interfeedback.filters import parse_filters
 
 ALL_FORMATS = sorted({fmt for formats in exports.EXPORTS.values() for fmt in formats})
 

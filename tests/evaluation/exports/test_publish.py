@@ -21,11 +21,11 @@ from annotate.models import Job, ModelConfig, User
 from evaluation.exports import bundle
 from evaluation.exports import jobs as export_jobs
 from evaluation.exports import registry as exports
-from evaluation.exports.renderers.plots import (
+from evaluation.interfeedback import selectors, services
+from evaluation.interfeedback.plots import (
     corrected_round_by_category_figure,
     corrected_round_by_model_figure,
 )
-from evaluation.interfeedback import selectors, services
 from tests.evaluation.builders import sessions_from_counts
 from tests.evaluation.fire.test_fire_reports import rate_all
 from tests.factories import ModelConfigFactory, UserFactory, make_batch

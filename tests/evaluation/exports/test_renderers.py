@@ -9,9 +9,9 @@ from fractions import Fraction
 import pytest
 
 from evaluation.exports.renderers import FORMATS, Table, render
-from evaluation.exports.renderers.plots import outcome_shares, render_plot
 from evaluation.exports.renderers.tables import latex_escape, to_latex
 from evaluation.interfeedback.metrics import OutcomeCounts, percent
+from evaluation.interfeedback.plots import outcome_shares, render_plot
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

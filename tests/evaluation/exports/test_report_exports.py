@@ -16,8 +16,8 @@ import pytest
 
 from annotate.models import ModelConfig, User
 from evaluation.exports import registry as exports
+from evaluation.exports.filters import NO_FILTERS, ReportFilters
 from evaluation.interfeedback import selectors, services
-from evaluation.interfeedback.filters import NO_FILTERS, ReportFilters
 from tests.evaluation.builders import sessions_from_counts
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 

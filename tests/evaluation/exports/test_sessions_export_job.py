@@ -20,9 +20,9 @@ from annotate.models import Job, Session, User
 from evaluation import tasks as evaluation_tasks
 from evaluation.exports import jobs as export_jobs
 from evaluation.exports import registry as exports
+from evaluation.exports.filters import NO_FILTERS, ReportFilters
 from evaluation.exports.renderers.sessions import session_record
 from evaluation.interfeedback import selectors, services
-from evaluation.interfeedback.filters import NO_FILTERS, ReportFilters
 from tests.evaluation.builders import sessions_from_counts
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 

@@ -8,8 +8,8 @@ import pytest
 
 from annotate.models import Job, Session, User
 from evaluation import tasks as evaluation_tasks
+from evaluation.exports.filters import ReportFilters
 from evaluation.interfeedback import selectors, services
-from evaluation.interfeedback.filters import ReportFilters
 from evaluation.interfeedback.metrics import OutcomeCounts
 from evaluation.models import NEVER, AnnotatorOutcomeCounter, BatchAggregate, CountedSession, OutcomeCounter
 from tests.evaluation.builders import sessions_from_counts

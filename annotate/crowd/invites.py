@@ -61,7 +61,7 @@ def invite_links_page(request, batch_id: int):
         else:
             messages.success(request, gettext("Invite link created: copy it from the list below."))
             return redirect(f"{request.path}#link-{link.pk}")
-    return render(request, "evaluation/invites.html", {
+    return render(request, "annotate/invites.html", {
         "batch": batch, "links": crowd_selectors.invite_links_usage(batch=batch), "form": form,
         "origin": f"{request.scheme}://{request.get_host()}",
     }, status=400 if form else 200)
