@@ -12,6 +12,7 @@ from celery import shared_task
 from django.db import OperationalError
 
 from annotate import queue_contract
+from annotate.jobs.services import job_fail
 from evaluation.exports import jobs as export_jobs
 from evaluation.interfeedback import services
 
@@ -49,7 +50,7 @@ def _export_run(task, job_id: int) -> None:
         export_jobs.sessions_export_job_run(job_id=job_id)  # runs a bundle job too (its params say which)
     except OperationalError as error:  # the run put the job back in the queue: try again later, then give up
         if task.request.retries >= task.max_retries:
-            services.job_fail(job_id=job_id, error=f"Database error, {task.max_retries} retries failed: {error}")
+            job_fail(job_id=job_id, error=f"Database error, {task.max_retries} retries failed: {error}")
             raise
         raise task.retry(exc=error, countdown=_backoff(task.request.retries)) from error
 

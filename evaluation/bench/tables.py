@@ -7,7 +7,8 @@ from fractions import Fraction
 
 from annotate.errors import NotFound
 from annotate.models import Batch, BenchAnswer, BenchRun, Session, Task
-from evaluation.interfeedback.metrics import BenchTaskRecord, bench_summaries, percent
+from evaluation.interfeedback.metrics import BenchTaskRecord, bench_summaries
+from evaluation.stats import percent
 from evaluation.table import Cell, Table
 
 

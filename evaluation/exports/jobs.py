@@ -31,12 +31,12 @@ from django.utils import timezone
 
 from annotate import queue_contract
 from annotate.errors import ApplicationError, Conflict, Gone, NotFound, PermissionDenied
+from annotate.jobs.services import job_fail
 from annotate.models import Batch, Job, User
 from evaluation.exports import bundle
 from evaluation.exports import registry as exports
 from evaluation.exports.filters import ReportFilters, parse_filters
 from evaluation.interfeedback import selectors
-from evaluation.interfeedback.services import job_fail
 
 logger = logging.getLogger(__name__)
 

@@ -54,12 +54,7 @@ from typing import Literal
 
 import numpy as np
 
-from evaluation.interfeedback.metrics import (
-    ConfidenceInterval,
-    exact_fraction,
-    percentile_interval,
-    round_half_up,
-)
+from evaluation.stats import ConfidenceInterval, exact_fraction, percentile_interval, round_half_up
 from evaluation.table import Cell, Table
 
 Number = int | float | Fraction

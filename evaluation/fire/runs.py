@@ -10,7 +10,7 @@ from fractions import Fraction
 from annotate.bench.fire_engine import teacher_feedback
 from annotate.models import BenchRun, Conversation, FireRunTurn
 from evaluation.fire.metrics import bleu_scores, cider_d, free_dialogue_metrics, mean_absolute_error
-from evaluation.interfeedback.metrics import round_half_up
+from evaluation.stats import round_half_up
 from evaluation.table import Cell, Table
 
 DIGITS = 2

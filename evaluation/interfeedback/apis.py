@@ -34,7 +34,8 @@ from evaluation.exports.filters import parse_filters
 from evaluation.exports.renderers.tables import to_json
 from evaluation.exports.responses import export_response, file_response
 from evaluation.interfeedback import selectors, services
-from evaluation.interfeedback.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
+from evaluation.interfeedback.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate
+from evaluation.stats import percent
 
 FILTER_PARAMETERS = [
     OpenApiParameter("model", str, description="Model name (ModelConfig.name)"),

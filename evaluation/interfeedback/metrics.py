@@ -6,8 +6,8 @@ Input shapes
 - A *counts dict* maps ``(model, category)`` to `OutcomeCounts` (see `counts_from_outcomes`).
 - A *bench record* (`BenchTaskRecord`) is one task of one receiver x provider pair of InterFeedback-Bench.
 
-Rates are exact `Fraction`s (or None when the denominator is 0); only `percent` turns them into
-`Decimal`s for display, rounding half up, so 17/80 prints as 21.3 and 1/16 as 6.3.
+Rates are exact `Fraction`s (or None when the denominator is 0); only `percent` (evaluation.stats) turns them
+into `Decimal`s for display, rounding half up, so 17/80 prints as 21.3 and 1/16 as 6.3.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 
+from evaluation.stats import ConfidenceInterval, percent, percentile_interval
 from evaluation.table import Cell, Table
 
 ROUNDS: tuple[int, ...] = (0, 1, 2, 3)
@@ -128,48 +128,7 @@ def correction_rate(counts: OutcomeCounts, round_index: int) -> Fraction | None:
     return _ratio(counts.corrected[round_index], counts.wrong_at_round_zero)
 
 
-def exact_fraction(value: Fraction | Decimal | int | float) -> Fraction:
-    # A float is taken as the decimal it prints as (2.675 -> 2675/1000), not its binary expansion.
-    return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
-
-
-def round_half_up(value: Fraction | Decimal | int | float, digits: int = 1) -> Decimal:
-    """Round to `digits` decimals, ties away from zero, in exact arithmetic."""
-    exact = exact_fraction(value)
-    sign = -1 if exact < 0 else 1
-    scaled = abs(exact) * 10**digits
-    rounded = int(scaled + Fraction(1, 2))  # floor(x + 1/2) for x >= 0 is half up
-    return Decimal(sign * rounded).scaleb(-digits)
-
-
-def percent(value: Fraction | Decimal | int | float | None, digits: int = 1) -> Decimal | None:
-    """A share as a percentage rounded half up (17/80 -> 21.3); None (undefined) stays None."""
-    if value is None:
-        return None
-    return round_half_up(exact_fraction(value) * 100, digits)
-
-
 # --- bootstrap ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ConfidenceInterval:
-    low: float
-    high: float
-    confidence: float = 0.95
-
-    def __contains__(self, value: object) -> bool:
-        return isinstance(value, int | float | Fraction | Decimal) and self.low <= value <= self.high
-
-
-def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> ConfidenceInterval | None:
-    """Percentile bootstrap interval of the defined (non-NaN) resampled statistics."""
-    defined = samples[~np.isnan(samples)]
-    if defined.size == 0:
-        return None
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(defined, [tail, 1 - tail])
-    return ConfidenceInterval(float(low), float(high), confidence)
 
 
 def _resampled_outcomes(counts: OutcomeCounts, n_resamples: int, seed: int) -> np.ndarray:

@@ -17,6 +17,7 @@ from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from annotate import queue_contract
+from annotate.jobs.services import job_fail
 from annotate.models import Batch, Job, Session, Task
 from evaluation.models import (
     NEVER,
@@ -285,11 +286,6 @@ def job_claim(*, job_id: int) -> Job | None:
     )
     return Job.objects.filter(pk=job_id).first() if claimed else None
 
-
-def job_fail(*, job_id: int, error: str) -> None:
-    Job.objects.filter(pk=job_id).exclude(status=Job.Status.SUCCEEDED).update(
-        status=Job.Status.FAILED, error=error[:2000], message="Failed", finished_at=timezone.now()
-    )
 
 
 def recompute_job_run(*, job_id: int) -> Job | None:

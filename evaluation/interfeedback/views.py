@@ -27,7 +27,8 @@ from evaluation.exports.renderers.tables import render as render_table
 from evaluation.exports.responses import export_response
 from evaluation.fire import reports as fire_reports
 from evaluation.interfeedback import selectors, services
-from evaluation.interfeedback.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate, percent
+from evaluation.interfeedback.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate
+from evaluation.stats import percent
 from evaluation.table import Table, cell_text
 
 SESSIONS_PER_PAGE = 50

@@ -10,8 +10,9 @@ import pytest
 
 from evaluation.exports.renderers import FORMATS, Table, render
 from evaluation.exports.renderers.tables import latex_escape, to_latex
-from evaluation.interfeedback.metrics import OutcomeCounts, percent
+from evaluation.interfeedback.metrics import OutcomeCounts
 from evaluation.interfeedback.plots import outcome_shares, render_plot
+from evaluation.stats import percent
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -16,6 +16,7 @@ from django.test import AsyncClient
 from kombu.exceptions import OperationalError as BrokerError
 from rest_framework.authtoken.models import Token
 
+from annotate.jobs.services import job_fail
 from annotate.models import Job, Session, User
 from evaluation import tasks as evaluation_tasks
 from evaluation.exports import jobs as export_jobs
@@ -338,7 +339,7 @@ def test_download_of_an_unfinished_or_failed_job(token_client, batch, researcher
     url = f"/api/batches/{batch.id}/exports/{job.id}/download/"
     response = token_client.get(url)
     assert response.status_code == 409 and "queued" in response.json()["detail"]
-    services.job_fail(job_id=job.id, error="boom")
+    job_fail(job_id=job.id, error="boom")
     assert "boom" in token_client.get(url).json()["detail"]
 
 

@@ -18,10 +18,9 @@ from evaluation.interfeedback.metrics import (
     correction_rate_ci,
     correction_rate_table,
     counts_from_outcomes,
-    percent,
     pool,
-    round_half_up,
 )
+from evaluation.stats import percent, round_half_up
 
 
 @pytest.mark.parametrize(
