@@ -2,7 +2,6 @@
 
 from django.urls import path
 
-from annotate.crowd import invites
 from evaluation.bench import apis as bench_apis
 from evaluation.interfeedback import apis
 from evaluation.preference import apis as preference_apis
@@ -10,9 +9,6 @@ from evaluation.preference import apis as preference_apis
 urlpatterns = [
     path("batches/", apis.BatchListApi.as_view(), name="api-batches"),
     path("bench-runs/<int:run_id>/table.<str:fmt>", bench_apis.BenchRunTableApi.as_view(), name="api-bench-run-table"),
-    path("batches/<int:batch_id>/invite-links/", invites.BatchInviteLinksApi.as_view(), name="api-invite-links"),
-    path("batches/<int:batch_id>/invite-links/<int:link_id>/revoke/", invites.BatchInviteLinkRevokeApi.as_view(),
-         name="api-invite-link-revoke"),
     path("batches/<int:batch_id>/report/", apis.BatchReportApi.as_view(), name="api-batch-report"),
     path("batches/<int:batch_id>/tables/<str:name>.<str:fmt>", apis.BatchTableExportApi.as_view(),
          name="api-batch-table"),

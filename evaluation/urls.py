@@ -2,8 +2,8 @@
 
 from django.urls import path
 
-from annotate.crowd import invites
 from evaluation.bench import views as bench_pages
+from evaluation.fire import views as fire_views
 from evaluation.interfeedback import views
 from evaluation.preference import views as preference_views
 from evaluation.quality import views as quality_views
@@ -21,7 +21,7 @@ urlpatterns = [
     path("batches/<int:batch_id>/", views.batch_report, name="research-report"),
     path("batches/<int:batch_id>/recompute/", views.batch_recompute, name="research-recompute"),
     path("batches/<int:batch_id>/export/<str:name>.<str:fmt>", views.batch_export, name="research-export"),
-    path("batches/<int:batch_id>/fire/<str:what>.<str:fmt>", views.batch_fire_export, name="research-fire-export"),
+    path("batches/<int:batch_id>/fire/<str:what>.<str:fmt>", fire_views.batch_fire_export, name="research-fire-export"),
     path("batches/<int:batch_id>/sessions/", views.session_list, name="research-sessions"),
     path("batches/<int:batch_id>/sessions/<int:session_id>/", views.session_detail, name="research-session"),
     # Sessions export as a background job (evaluation/exports/jobs.py).
@@ -30,9 +30,6 @@ urlpatterns = [
     path("batches/<int:batch_id>/exports/bundle/", views.batch_bundle_export_job, name="research-bundle-export"),
     path("batches/<int:batch_id>/exports/<int:job_id>/", views.batch_export_job, name="research-export-job"),
     # per-annotator quality of a batch
-    path("batches/<int:batch_id>/invites/", invites.invite_links_page, name="research-invites"),
-    path("batches/<int:batch_id>/invites/<int:link_id>/revoke/", invites.invite_link_revoke_page,
-         name="research-invite-revoke"),
     path("batches/<int:batch_id>/quality/", quality_views.batch_quality_page, name="research-quality"),
     # preference batches: the pairwise report page and its downloads
     path("batches/<int:batch_id>/preferences/", preference_views.preference_report_page, name="research-preferences"),

@@ -12,6 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from annotate import queue_contract
 from annotate.server import embedded_redis
 from annotate.server.env import env_bool, env_int, env_list, env_str
 
@@ -164,11 +165,11 @@ MODEL_PROBE_SECONDS = env_int("MODEL_PROBE_SECONDS", 60)
 MODEL_BREAKER_FAILURES = env_int("MODEL_BREAKER_FAILURES", 5)
 CELERY_BEAT_SCHEDULE = {
     # A round whose worker died (no heartbeat for STALLED_ROUND_GRACE_SECONDS) is failed with Retry.
-    "rounds-reap-stalled": {"task": "annotate.tasks.rounds_reap_stalled", "schedule": 5.0},
+    "rounds-reap-stalled": {"task": queue_contract.ROUNDS_REAP_STALLED, "schedule": 5.0},
     # Each active model served by a real server (openai, transformers) answers a short probe on its own queue.
-    "models-probe": {"task": "annotate.tasks.models_probe", "schedule": float(MODEL_PROBE_SECONDS)},
+    "models-probe": {"task": queue_contract.MODELS_PROBE, "schedule": float(MODEL_PROBE_SECONDS)},
     # Export files older than EXPORT_RETENTION_DAYS are deleted (their job rows stay, marked expired).
-    "export-files-expire": {"task": "evaluation.tasks.export_files_expire", "schedule": 3600.0},
+    "export-files-expire": {"task": queue_contract.EXPORT_FILES_EXPIRE, "schedule": 3600.0},
 }
 # One queue per backend kind by default ("model.simulated", "model.transformers", ...); a ModelConfig may name
 # its own queue (e.g. "model.qwen2-vl-7b") so a GPU worker holds exactly one checkpoint warm.

@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from annotate import i18n
 from annotate.bench import apis as bench_apis
+from annotate.crowd import invites
 from annotate.crowd import views as crowd_views
 from annotate.imports import apis as import_apis
 from annotate.imports import views as import_views
@@ -40,6 +41,10 @@ api_patterns = [
     path("sessions/<int:session_id>/heartbeat/", session_apis.SessionHeartbeatApi.as_view(),
          name="api-session-heartbeat"),
     path("sessions/<int:session_id>/skip/", session_apis.SessionSkipApi.as_view(), name="api-session-skip"),
+    # crowd: a batch's invite links
+    path("batches/<int:batch_id>/invite-links/", invites.BatchInviteLinksApi.as_view(), name="api-invite-links"),
+    path("batches/<int:batch_id>/invite-links/<int:link_id>/revoke/", invites.BatchInviteLinkRevokeApi.as_view(),
+         name="api-invite-link-revoke"),
     # verdict review
     path("rounds/<int:round_id>/verdict-override/", review_apis.RoundVerdictOverrideApi.as_view(),
          name="api-round-verdict-override"),
@@ -121,6 +126,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # researchers
     path("research/batches/<int:batch_id>/dashboard/", watch_views.dashboard_page, name="research-dashboard"),
+    path("research/batches/<int:batch_id>/invites/", invites.invite_links_page, name="research-invites"),
+    path("research/batches/<int:batch_id>/invites/<int:link_id>/revoke/", invites.invite_link_revoke_page,
+         name="research-invite-revoke"),
     path("research/", include("evaluation.urls")),
     path("api/", include(api_patterns)),
 ]

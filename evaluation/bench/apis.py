@@ -11,7 +11,7 @@ from annotate.models import BenchRun
 from annotate.server.api_schema import errors, file_download
 from evaluation.bench.tables import run_table
 from evaluation.exports.renderers.tables import render
-from evaluation.interfeedback.apis import FileContentNegotiation, TableDocumentSerializer
+from evaluation.exports.responses import FileContentNegotiation, TableDocumentSerializer
 
 RUN_TABLE_TYPES = {"csv": "text/csv; charset=utf-8", "md": "text/markdown; charset=utf-8",
                    "tex": "application/x-tex; charset=utf-8", "json": "application/json"}

@@ -16,8 +16,8 @@ from annotate.people.access import researcher_required
 from evaluation.bench.apis import run_table_response
 from evaluation.bench.tables import comparison_tables, run_table
 from evaluation.exports.registry import render_tables
+from evaluation.exports.renderers.html import html_table
 from evaluation.fire.runs import fire_run_tables
-from evaluation.interfeedback.views import html_table
 
 
 class BenchRunForm(forms.Form):

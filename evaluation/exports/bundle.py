@@ -2,11 +2,13 @@
 
 Every table (csv, md, tex, json), every figure (png, svg), the sessions and ratings exports, the instructions the
 annotators saw, the prompt templates and the models' settings (names of API-key variables, never keys), and a
-README.md saying what each file is. Built from the same functions as the single exports (evaluation.exports.registry), so
-a table in the bundle is byte for byte the table downloaded alone.
+README.md saying what each file is. Built from the same functions as the single exports (evaluation.exports.registry),
+so a table in the bundle is byte for byte the table downloaded alone. Which tables, figures and data a batch's
+bundle holds is its kind's (evaluation.kinds: `StudyKind.bundle_files`, made of the helpers below); the costs,
+the instructions and the settings are in every bundle.
 
-The page and the API build it as an export job (export_jobs.py, a worker writes the zip with progress); the
-``export_bundle`` command writes it directly.
+The page and the API build it as an export job (evaluation/exports/jobs.py, a worker writes the zip with
+progress); the ``export_bundle`` command writes it directly.
 """
 
 from __future__ import annotations
@@ -22,38 +24,17 @@ from annotate.modelconfigs.validation import looks_like_a_key
 from annotate.models import Batch, ModelConfig
 from annotate.sessions.prompts import DEFAULT_TEMPLATES
 from evaluation.exports import registry as exports
-from evaluation.exports.renderers.tables import render
-from evaluation.fire.reports import fire_ratings_long
+from evaluation.kinds import kind_of
 from evaluation.models import OutcomeCounter
 
 TABLE_FORMATS = ("csv", "md", "tex", "json")
 FIGURE_FORMATS = ("png", "svg")
-# (export name, file stem, what it is): the tables of an InterFeedback batch, then those of runs and other kinds.
-INTERFEEDBACK_TABLES = (
-    ("accuracy", "table3_accuracy", "Table 3: accuracy (%) per model and category, Average pooled over sessions"),
-    ("correction", "table4_correction", "Table 4: correction rate (%) per feedback round (# Round) per model and "
-                                        "category"),
-)
+# (export name, file stem, what it is): the tables of the latest runs (evaluation.bench), which kinds put in their
+# bundles with `run_table_files`.
 RUN_TABLES = (
     ("bench", "bench_tables_1_2", "InterFeedback-Bench Tables 1/2 (latest benchmark run)"),
     ("fire-fixed", "fire_tables_2_3", "FIRE Tables 2 and 3 (latest fixed-dialogue run)"),
     ("fire-free", "fire_tables_4_5", "FIRE Tables 4 and 5 (latest free-dialogue run)"),
-)
-# A FIRE rating batch's tables (evaluation.exports.registry.FIRE_RATING_EXPORTS), as on its report page.
-FIRE_RATING_TABLES = (
-    ("fire-ratings", "fire_table_a1_ratings", "FIRE Table A1: mean rating of feedback and of responses per split, "
-                                              "95% bootstrap CIs"),
-    ("fire-summary-split", "fire_ratings_by_split", "Mean FIRE ratings with 95% CIs per split and turn kind"),
-    ("fire-summary-source", "fire_ratings_by_source", "Mean FIRE ratings with 95% CIs per source and turn kind"),
-    ("fire-summary-turn", "fire_ratings_by_turn", "Mean FIRE ratings with 95% CIs per turn index"),
-    ("fire-agreement", "fire_agreement", "Inter-rater agreement: Krippendorff's alpha (ordinal and interval) and "
-                                         "mean pairwise kappa, for the batch and per source"),
-    ("fire-kappa", "fire_kappa", "Pairwise quadratic-weighted Cohen's kappa per rater pair"),
-    ("fire-disagreements", "fire_disagreements", "The 20 turns with the largest rater disagreement"),
-)
-FIGURES = (
-    ("fig4", "fig4_corrected_round_by_model", "Fig. 4: round in which sessions were corrected, per model"),
-    ("fig5", "fig5_corrected_round_by_category", "Fig. 5: the same per category (panels in the batch's order)"),
 )
 PROGRESS_EVERY = 1000  # session lines between two progress reports
 # Setting keys whose value is a secret however it looks; their *_env siblings hold a variable's name and stay.
@@ -117,85 +98,46 @@ def prompts_document(batch: Batch) -> dict:
 # --- the files --------------------------------------------------------------------------------------------------
 
 @dataclass
-class _File:
+class BundleFile:
     path: str
     description: str
     content: bytes | None = None
     lines: Iterable[bytes] | None = None
 
 
-def _table_files(batch: Batch, name: str, stem: str, what: str) -> Iterator[_File]:
+def table_files(batch: Batch, name: str, stem: str, what: str) -> Iterator[BundleFile]:
     for fmt in TABLE_FORMATS:
-        yield _File(f"tables/{stem}.{fmt}", f"{what} ({fmt})", exports.build_export(batch, name, fmt).read())
+        yield BundleFile(f"tables/{stem}.{fmt}", f"{what} ({fmt})", exports.build_export(batch, name, fmt).read())
 
 
-def _fire_rating_files(batch: Batch, skipped: dict[str, str]) -> Iterator[_File]:
-    """Each table built once and rendered in every format: bootstrap CIs and alpha are the slow part, and the
-    exports' fixed seed makes each file the same as its single download."""
-    missing: dict[str, list[str]] = {}  # why -> what is missing (no ratings yet: every table, for one reason)
-    why_no_ratings = ""
-    for name, stem, what in FIRE_RATING_TABLES:
-        try:
-            table = exports.fire_rating_table(batch, name)
-        except ApplicationError as reason:
-            missing.setdefault(reason.message, []).append(f"tables/{stem}.*")
-            why_no_ratings = why_no_ratings or reason.message
-            continue
-        for fmt in TABLE_FORMATS:
-            yield _File(f"tables/{stem}.{fmt}", f"{what} ({fmt})", render(table, fmt).encode())
-    ratings = fire_ratings_long(batch)
-    if ratings.rows:
-        yield _File("data/ratings.csv", "Every rating in long format (conversation, turn, annotator, score)",
-                    render(ratings, "csv").encode())
-    else:  # the rows Table A1 counts, so it has said why
-        missing.setdefault(why_no_ratings, []).append("data/ratings.csv")
-    for reason, paths in missing.items():
-        skipped[", ".join(paths)] = reason
-
-
-def _files(batch: Batch, skipped: dict[str, str]) -> Iterator[_File]:
-    """Every file but README.md, in the order of the README. Anything a batch cannot have is noted in ``skipped``."""
-    if batch.kind == Batch.Kind.INTERFEEDBACK:
-        for name, stem, what in INTERFEEDBACK_TABLES:
-            yield from _table_files(batch, name, stem, what)
+def run_table_files(batch: Batch, skipped: dict[str, str], *, noted: tuple[str, ...]) -> Iterator[BundleFile]:
+    """The tables of the batch's latest runs; a run table in ``noted`` that the batch has not says why in the
+    README, the others are left out silently."""
     for name, stem, what in RUN_TABLES:
         try:
-            files = list(_table_files(batch, name, stem, what))
+            files = list(table_files(batch, name, stem, what))
         except ApplicationError as reason:
-            if batch.kind == Batch.Kind.INTERFEEDBACK or name != "bench":
+            if name in noted:
                 skipped[f"tables/{stem}.*"] = reason.message
             continue
         yield from files
-    if batch.kind == Batch.Kind.FIRE:
-        yield from _fire_rating_files(batch, skipped)
-    if batch.kind == Batch.Kind.PREFERENCE:  # its report sits above the export jobs (pyproject's layers)
-        skipped["tables/preference_*"] = ("the preference tables are downloaded from the batch's preference report "
-                                          f"(/research/batches/{batch.id}/preferences/)")
-    if batch.kind == Batch.Kind.INTERFEEDBACK:
-        for name, stem, what in FIGURES:
-            for fmt in FIGURE_FORMATS:
-                try:
-                    content = exports.build_export(batch, name, fmt).read()
-                except ApplicationError as reason:
-                    skipped[f"figures/{stem}.*"] = reason.message
-                    break
-                yield _File(f"figures/{stem}.{fmt}", f"{what} ({fmt})", content)
-        for fmt, path, what in (("jsonl", "data/sessions.jsonl", "One JSON line per completed session with every "
-                                 "round (feedback, answer, verdict, timings); annotators by pseudonym"),
-                                ("fire", "data/sessions.fire.jsonl", "The same sessions as FIRE conversations "
-                                 "(student = model, teacher = human)")):
-            yield _File(path, what, lines=exports.build_export(batch, "sessions", fmt).stream)
-    yield from _table_files(batch, "costs", "costs", "Tokens and cost per model (the servers' usage, the models' "
+
+
+def _files(batch: Batch, skipped: dict[str, str]) -> Iterator[BundleFile]:
+    """Every file but README.md, in the order of the README: the kind's, then those of every batch. Anything a
+    batch cannot have is noted in ``skipped``."""
+    yield from kind_of(batch).bundle_files(batch, skipped)
+    yield from table_files(batch, "costs", "costs", "Tokens and cost per model (the servers' usage, the models' "
                             "prices) and the batch's budget")
-    yield _File("instructions.md", "The instructions annotators saw at the top of every item (Markdown)",
+    yield BundleFile("instructions.md", "The instructions annotators saw at the top of every item (Markdown)",
                 ((batch.instructions or "_No instructions were set for this batch._").strip() + "\n").encode())
-    yield _File("settings/prompts.json", "Prompt templates used for the models (defaults with the batch's changes)",
-                _json(prompts_document(batch)))
-    yield _File("settings/models.json", "The batch's settings and its models' settings (backend, generation); "
-                "names of API-key environment variables only, never keys", _json(models_document(batch)))
+    yield BundleFile("settings/prompts.json", "Prompt templates used for the models (defaults with the batch's changes)",
+                json_bytes(prompts_document(batch)))
+    yield BundleFile("settings/models.json", "The batch's settings and its models' settings (backend, generation); "
+                "names of API-key environment variables only, never keys", json_bytes(models_document(batch)))
 
 
-def _json(document) -> bytes:
+def json_bytes(document) -> bytes:
     return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode()
 
 

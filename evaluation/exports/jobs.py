@@ -1,7 +1,7 @@
 """The sessions export and the study bundle as background jobs (SPEC §2: long jobs are rows with status, progress and error).
 
 A page or API request only creates a `Job` row (kind `export`) and, once it is committed, queues
-`evaluation.tasks.sessions_export` on the default queue. The worker writes the JSON lines (optionally gzipped)
+`evaluation.tasks.sessions_export` (evaluation/exports/tasks.py) on the default queue. The worker writes the JSON lines (optionally gzipped)
 to a temporary file, updating the row's progress every `PROGRESS_EVERY` sessions, then stores the file in the
 job's `result_file` through Django's storage. Whoever may read the batch downloads it from
 `report["download_url"]`, which the job endpoints (`/api/jobs/<id>/`) return once the job has succeeded.
@@ -10,7 +10,8 @@ The records are those of the synchronous export (`exports.build_export(..., "ses
 report filters, so a job's file and a direct download of the same selection are byte for byte the same.
 
 A study bundle job (``params["export"] == "bundle"``, task `evaluation.tasks.bundle_export`) runs the same way
-and writes the zip of evaluation.exports.bundle instead; it is claimed, stored, downloaded and expired like the others.
+and writes the zip of evaluation.exports.bundle instead; it is claimed, stored, downloaded and expired like the
+others.
 """
 
 from __future__ import annotations
@@ -33,14 +34,15 @@ from annotate import queue_contract
 from annotate.errors import ApplicationError, Conflict, Gone, NotFound, PermissionDenied
 from annotate.jobs.services import job_fail
 from annotate.models import Batch, Job, User
+from annotate.people.access import batch_for_researcher
 from evaluation.exports import bundle
 from evaluation.exports import registry as exports
 from evaluation.exports.filters import ReportFilters, parse_filters
-from evaluation.interfeedback import selectors
+from evaluation.exports.renderers.sessions import SESSION_FORMATS
+from evaluation.kinds import kind_of
 
 logger = logging.getLogger(__name__)
 
-SESSION_FORMATS = exports.EXPORTS["sessions"]  # ("jsonl", "fire")
 BUNDLE = "bundle"  # params["export"] of a study bundle job
 PROGRESS_EVERY = 1000  # sessions between two progress updates of the job row (one UPDATE each)
 GZIP_LEVEL = 6  # zlib's default: most of level 9's size at a third of its time
@@ -122,7 +124,7 @@ def _is_bundle(job: Job) -> bool:
 
 def _write_bundle(job: Job, handle) -> tuple[int, int, dict]:
     """Write the study bundle; progress is the share of session lines written (they are nearly all the work)."""
-    expected = selectors.counted_sessions(job.batch).count() if job.batch.kind == Batch.Kind.INTERFEEDBACK else 0
+    expected = exports.export_size(job.batch, "sessions") if kind_of(job.batch).counts_sessions else 0
 
     def progress(message: str, lines: int) -> None:
         share = min(0.99, round(lines / (2 * expected), 3)) if expected else 0.0
@@ -140,7 +142,7 @@ def _write(job: Job, handle) -> tuple[int, int]:
     fmt = params.get("format", "jsonl")
     # The expected total is read from the counters (one indexed count), what the report page shows; progress is
     # an estimate capped below 1 until the last line is written, and the report gives the exact number.
-    expected = selectors.counted_sessions(job.batch, filters).count()
+    expected = exports.export_size(job.batch, "sessions", filters)
     _progress(job, 0, expected)
     stream = exports.build_export(job.batch, "sessions", fmt, filters).stream
     out = gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, compresslevel=GZIP_LEVEL) if params.get("gzip") else handle
@@ -251,7 +253,7 @@ def export_job_for_download(user, batch_id: int, job_id: int) -> Job:
     Anyone else gets NotFound, as for a missing batch (no probing of ids); an unfinished job is a Conflict.
     """
     try:
-        batch = selectors.batch_for_researcher(user, batch_id)
+        batch = batch_for_researcher(user, batch_id)
     except PermissionDenied:
         raise NotFound(f"Batch {batch_id} does not exist or you are not a member of it.") from None
     job = export_job_for_batch(batch, job_id)

@@ -1,72 +1,47 @@
 """Every export of a batch, built one way for the three ways to reach it (pages, API, export_tables command).
 
-| name          | formats                         | what                                              |
-|---------------|---------------------------------|---------------------------------------------------|
-| accuracy      | csv md tex json png svg         | Table 3 (png/svg: the table drawn as a picture)   |
-| correction    | csv md tex json png svg         | Table 4                                           |
-| fig4 / fig5   | png svg                         | corrected-round distribution per model / category |
-| fire-ratings  | csv md tex json                 | FIRE Table A1 (mean ratings of feedback/responses)|
-| fire-summary-split, -source, -turn | csv md tex json | FIRE mean ratings, 95% CIs, per split/source/turn |
-| fire-agreement | csv md tex json                | Krippendorff's alpha (ordinal, interval), kappa   |
-| fire-kappa    | csv md tex json                 | pairwise quadratic-weighted kappa                 |
-| fire-disagreements | csv md tex json            | the 20 turns raters disagree on most              |
-| sessions      | jsonl fire                      | one JSON line per session / FIRE conversations    |
-| bench         | csv md tex json                 | InterFeedback-Bench Tables 1/2 (latest bench run) |
-| fire-fixed    | csv md tex json                 | FIRE Tables 2 and 3 (latest fixed-dialogue run)   |
-| fire-free     | csv md tex json                 | FIRE Tables 4 and 5 (latest free-dialogue run)    |
-| costs         | csv md tex json                 | tokens and cost per model, the batch's budget     |
+A registry: each kind of work registers the exports it builds from its package's ``registration`` module
+(evaluation.kinds.autodiscover imports them when the app loads), and this module knows none of them but the
+batch's costs. The exports registered today:
+
+| name          | formats                         | what                                              | registered by |
+|---------------|---------------------------------|---------------------------------------------------|---------------|
+| accuracy      | csv md tex json png svg         | Table 3 (png/svg: the table drawn as a picture)   | interfeedback |
+| correction    | csv md tex json png svg         | Table 4                                           | interfeedback |
+| fig4 / fig5   | png svg                         | corrected-round distribution per model / category | interfeedback |
+| sessions      | jsonl fire                      | one JSON line per session / FIRE conversations    | interfeedback |
+| fire-ratings  | csv md tex json                 | FIRE Table A1 (mean ratings of feedback/responses)| fire          |
+| fire-summary-split, -source, -turn | csv md tex json | FIRE mean ratings, 95% CIs, per split/source/turn | fire  |
+| fire-agreement | csv md tex json                | Krippendorff's alpha (ordinal, interval), kappa   | fire          |
+| fire-kappa    | csv md tex json                 | pairwise quadratic-weighted kappa                 | fire          |
+| fire-disagreements | csv md tex json            | the 20 turns raters disagree on most              | fire          |
+| bench         | csv md tex json                 | InterFeedback-Bench Tables 1/2 (latest bench run) | bench         |
+| fire-fixed    | csv md tex json                 | FIRE Tables 2 and 3 (latest fixed-dialogue run)   | bench         |
+| fire-free     | csv md tex json                 | FIRE Tables 4 and 5 (latest free-dialogue run)    | bench         |
+| costs         | csv md tex json                 | tokens and cost per model, the batch's budget     | this module   |
 
 Sessions are large (299k sessions: minutes, hundreds of MB). Pages and the API export them as a background job
-(export_jobs.py, a Job row with progress and a file to download); their direct downloads are kept for small
-selections only (`sessions_direct_check`). The export_tables command writes any size synchronously.
+(evaluation/exports/jobs.py, a Job row with progress and a file to download); their direct downloads are kept for
+small selections only (`sessions_direct_check`). The export_tables command writes any size synchronously.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from django.utils.text import slugify
 
 from annotate.errors import ApplicationError, NotFound
 from annotate.models import Batch
-from evaluation.bench.tables import bench_paper_table, latest_run
 from evaluation.exports.costs import costs_table
 from evaluation.exports.filters import NO_FILTERS, ReportFilters
-from evaluation.exports.renderers.sessions import jsonl_lines
 from evaluation.exports.renderers.table_image import render_table_image
 from evaluation.exports.renderers.tables import render
-from evaluation.fire.reports import FIRE_TABLES
-from evaluation.fire.runs import fire_run_tables
-from evaluation.interfeedback import selectors
-from evaluation.interfeedback.plots import render_plot
 from evaluation.table import Table
 
 TABLE_FORMATS = ("csv", "md", "tex", "json")
 IMAGE_FORMATS = ("png", "svg")
-# A FIRE rating batch's tables: export name -> (`export_fire --what`, `--by`), so each file is byte for byte what
-# that command and the FIRE report page's own links write.
-FIRE_RATING_EXPORTS: dict[str, tuple[str, str]] = {
-    "fire-ratings": ("table-a1", "split"),
-    "fire-summary-split": ("summary", "split"),
-    "fire-summary-source": ("summary", "source"),
-    "fire-summary-turn": ("summary", "turn"),
-    "fire-agreement": ("agreement", "split"),
-    "fire-kappa": ("kappa", "split"),
-    "fire-disagreements": ("disagreements", "split"),
-}
-EXPORTS: dict[str, tuple[str, ...]] = {
-    "accuracy": TABLE_FORMATS + IMAGE_FORMATS,
-    "correction": TABLE_FORMATS + IMAGE_FORMATS,
-    "fig4": IMAGE_FORMATS,
-    "fig5": IMAGE_FORMATS,
-    **dict.fromkeys(FIRE_RATING_EXPORTS, TABLE_FORMATS),
-    "sessions": ("jsonl", "fire"),
-    "bench": TABLE_FORMATS,
-    "fire-fixed": TABLE_FORMATS,
-    "fire-free": TABLE_FORMATS,
-    "costs": TABLE_FORMATS,
-}
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "md": "text/markdown; charset=utf-8",
@@ -78,6 +53,34 @@ CONTENT_TYPES = {
     "fire": "application/jsonl; charset=utf-8",
 }
 EXTENSIONS = {"fire": "fire.jsonl"}
+
+# What a builder returns: a table (rendered in the asked format, png/svg drawn as a picture), several tables (one
+# file), finished bytes (a figure), or the lines of a large export, streamed and never held in memory.
+Built = Table | list[Table] | bytes | Iterator[bytes]
+Builder = Callable[[Batch, str, ReportFilters], Built]
+Size = Callable[[Batch, ReportFilters], int]
+
+# name -> formats, in the order of registration; the builders and sizes beside them.
+EXPORTS: dict[str, tuple[str, ...]] = {}
+_BUILDERS: dict[str, Builder] = {}
+_SIZES: dict[str, Size] = {}
+
+
+def register_export(name: str, formats: tuple[str, ...], build: Builder, *, size: Size | None = None) -> None:
+    """Add an export: ``build(batch, fmt, filters)`` makes it (raising ApplicationError with a reason when the
+    batch cannot have it); ``size(batch, filters)`` says how many records it holds, for a job's progress."""
+    if name in EXPORTS:
+        raise ValueError(f"The export {name!r} is registered twice.")
+    if unknown := [fmt for fmt in formats if fmt not in CONTENT_TYPES]:
+        raise ValueError(f"The export {name!r} names formats without a content type: {unknown}.")
+    EXPORTS[name], _BUILDERS[name] = tuple(formats), build
+    if size is not None:
+        _SIZES[name] = size
+
+
+def export_size(batch: Batch, name: str, filters: ReportFilters = NO_FILTERS) -> int:
+    """How many records the export holds (0 for one that does not count its records)."""
+    return _SIZES[name](batch, filters) if name in _SIZES else 0
 
 
 @dataclass
@@ -108,9 +111,10 @@ DIRECT_SESSIONS_LIMIT = 10_000
 def sessions_direct_check(batch: Batch, filters: ReportFilters = NO_FILTERS) -> None:
     """Refuse (400) a direct sessions download that would hold a web worker for long; name the job instead.
 
-    Counted from the outcome counters' rows (one indexed count), the numbers the report page shows.
+    Counted as the sessions export counts them (the outcome counters' rows: one indexed count), the numbers the
+    report page shows.
     """
-    count = selectors.counted_sessions(batch, filters).count()
+    count = export_size(batch, "sessions", filters)
     if count > DIRECT_SESSIONS_LIMIT:
         raise ApplicationError(
             f"{count:,} sessions match: direct downloads stop at {DIRECT_SESSIONS_LIMIT:,}. Export them as a "
@@ -124,43 +128,18 @@ def export_filename(batch: Batch, name: str, fmt: str) -> str:
     return f"{slugify(batch.name) or batch.id}-{name}.{EXTENSIONS.get(fmt, fmt)}"
 
 
-def _paper_table(batch: Batch, name: str, filters: ReportFilters) -> Table:
-    accuracy, correction = selectors.report_tables(batch, selectors.outcome_counts(batch, filters), filters)
-    return accuracy if name == "accuracy" else correction
-
-
 def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_FILTERS) -> Export:
     check_export(name, fmt)
     filename, content_type = export_filename(batch, name, fmt), CONTENT_TYPES[fmt]
-    if name == "sessions":
-        lines = jsonl_lines(selectors.export_sessions(batch, filters), fmt)
-        return Export(filename, content_type, stream=(line.encode() for line in lines))
-    if name in ("fig4", "fig5"):
-        counts = selectors.outcome_counts(batch, filters)
-        if not counts:
-            raise ApplicationError("No counted sessions to plot yet (for these filters).", code="no_sessions")
-        return Export(filename, content_type, render_plot(name, counts, fmt, **selectors.layout(batch, counts)))
-    # FIRE rating tables are built by evaluation.fire.reports (a clear error for a batch without final ratings).
-    if name in ("fire-fixed", "fire-free"):
-        tables = fire_run_tables(latest_run(batch, protocol=name.replace("-", "_")))
-        return Export(filename, content_type, render_tables(tables, fmt).encode())
-    if name == "bench":
-        table = bench_paper_table(latest_run(batch))
-    elif name in FIRE_RATING_EXPORTS:
-        table = fire_rating_table(batch, name)
-    elif name == "costs":
-        table = costs_table(batch)
-    else:
-        table = _paper_table(batch, name, filters)
-    if fmt in IMAGE_FORMATS:
-        return Export(filename, content_type, render_table_image(table, fmt))
-    return Export(filename, content_type, render(table, fmt).encode())
-
-
-def fire_rating_table(batch: Batch, name: str) -> Table:
-    """One of FIRE_RATING_EXPORTS as a Table (the bundle renders it once into every format)."""
-    what, by = FIRE_RATING_EXPORTS[name]
-    return FIRE_TABLES[what](batch, by=by)
+    built = _BUILDERS[name](batch, fmt, filters)
+    if isinstance(built, Table):
+        content = render_table_image(built, fmt) if fmt in IMAGE_FORMATS else render(built, fmt).encode()
+        return Export(filename, content_type, content)
+    if isinstance(built, list):
+        return Export(filename, content_type, render_tables(built, fmt).encode())
+    if isinstance(built, bytes):
+        return Export(filename, content_type, built)
+    return Export(filename, content_type, stream=built)
 
 
 def render_tables(tables: list[Table], fmt: str) -> str:
@@ -168,3 +147,6 @@ def render_tables(tables: list[Table], fmt: str) -> str:
     if fmt == "json":
         return "[" + ",\n".join(render(table, "json") for table in tables) + "]\n"
     return "\n\n".join(render(table, fmt) for table in tables)
+
+
+register_export("costs", TABLE_FORMATS, lambda batch, fmt, filters: costs_table(batch))

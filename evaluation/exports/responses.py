@@ -1,4 +1,4 @@
-"""HTTP responses for exports, shared by the researcher pages and the API."""
+"""HTTP responses for exports, shared by the researcher pages and the API, and what the API's downloads declare."""
 
 from __future__ import annotations
 
@@ -8,8 +8,36 @@ from collections.abc import AsyncIterator, Iterator
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
 from django.http import FileResponse, HttpResponse, StreamingHttpResponse
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.negotiation import BaseContentNegotiation
 
+from annotate.server.api_schema import errors
 from evaluation.exports.registry import Export
+
+ERRORS = errors(400, 403, 404, e400="Bad filter or format (the message names it)",
+                e403="Not signed in, or not a researcher", e404="No such batch, or not a member")
+
+
+@extend_schema_serializer(component_name="TableDocument")
+class TableDocumentSerializer(serializers.Serializer):
+    """A table as JSON (the report's tables and the .json downloads)."""
+
+    title = serializers.CharField(allow_blank=True)
+    columns = serializers.ListField(child=serializers.CharField(allow_blank=True))
+    rows = serializers.ListField(child=serializers.DictField(), help_text="One object per row, keyed by column")
+    notes = serializers.ListField(child=serializers.CharField(allow_blank=True))
+
+
+class FileContentNegotiation(BaseContentNegotiation):
+    """Downloads ignore the Accept header (curl, browsers and scripts all get the file; errors are JSON)."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
 
 STREAM_BATCH = 200  # lines fetched per trip to the worker thread
 FILE_CHUNK = 256 * 1024  # bytes read per trip when serving a stored export file under ASGI

@@ -17,7 +17,6 @@ from drf_spectacular.utils import (
     extend_schema_serializer,
 )
 from rest_framework import serializers, status
-from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -32,7 +31,13 @@ from evaluation.exports import jobs as export_jobs
 from evaluation.exports import registry as exports
 from evaluation.exports.filters import parse_filters
 from evaluation.exports.renderers.tables import to_json
-from evaluation.exports.responses import export_response, file_response
+from evaluation.exports.responses import (
+    ERRORS,
+    FileContentNegotiation,
+    TableDocumentSerializer,
+    export_response,
+    file_response,
+)
 from evaluation.interfeedback import selectors, services
 from evaluation.interfeedback.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate
 from evaluation.stats import percent
@@ -46,30 +51,6 @@ FILTER_PARAMETERS = [
 ]
 OUTCOME_PARAMETER = OpenApiParameter("outcome", str, enum=["0", "1", "2", "3", "never"],
                                      description="Corrected in this round (sessions only)")
-ERRORS = errors(400, 403, 404, e400="Bad filter or format (the message names it)",
-                e403="Not signed in, or not a researcher", e404="No such batch, or not a member")
-
-
-@extend_schema_serializer(component_name="TableDocument")
-class TableDocumentSerializer(serializers.Serializer):
-    """A table as JSON (the report's tables and the .json downloads)."""
-
-    title = serializers.CharField(allow_blank=True)
-    columns = serializers.ListField(child=serializers.CharField(allow_blank=True))
-    rows = serializers.ListField(child=serializers.DictField(), help_text="One object per row, keyed by column")
-    notes = serializers.ListField(child=serializers.CharField(allow_blank=True))
-
-
-class FileContentNegotiation(BaseContentNegotiation):
-    """Downloads ignore the Accept header (curl, browsers and scripts all get the file; errors are JSON)."""
-
-    def select_parser(self, request, parsers):
-        return parsers[0] if parsers else None
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
-
-
 def _researcher_batch(request, batch_id: int):
     return selectors.batch_for_researcher(request.user, batch_id)
 

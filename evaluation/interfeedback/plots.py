@@ -6,11 +6,11 @@ safe inside web processes and Celery workers whatever backend is configured.
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from evaluation.exports.renderers.table_image import figure_bytes
 from evaluation.interfeedback.metrics import (
     ROUNDS,
     CountsKey,
@@ -26,7 +26,6 @@ if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn: commands and
     from matplotlib.figure import Figure
 
 FIGURES: tuple[str, ...] = ("fig4", "fig5")
-PLOT_FORMATS: tuple[str, ...] = ("png", "svg")
 OUTCOME_LABELS: tuple[str, ...] = (*(f"Round {r}" for r in ROUNDS), "Never")
 
 
@@ -98,19 +97,6 @@ def corrected_round_by_category_figure(
 
 
 _BUILDERS = {"fig4": corrected_round_by_model_figure, "fig5": corrected_round_by_category_figure}
-
-
-def figure_bytes(figure: Figure, fmt: str) -> bytes:
-    if fmt not in PLOT_FORMATS:
-        raise ValueError(f"unknown plot format {fmt!r}; expected one of {', '.join(PLOT_FORMATS)}")
-    buffer = io.BytesIO()
-    # A fixed hash salt and no date keep SVG output byte-identical across runs (diffable exports).
-    import matplotlib
-
-    with matplotlib.rc_context({"svg.hashsalt": "feedback-lab"}):
-        metadata = {"Date": None} if fmt == "svg" else {}
-        figure.savefig(buffer, format=fmt, dpi=150, metadata=metadata)
-    return buffer.getvalue()
 
 
 def render_plot(

@@ -5,31 +5,27 @@ Pages read counters through selectors; figures and downloads are separate reques
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from annotate.costs import batch_costs, budget_message
 from annotate.errors import ApplicationError, NotFound
-from annotate.models import Rating
 from annotate.people.access import researcher_required
 from annotate.server.throttles import job_creation_wait
 from evaluation.exports import jobs as export_jobs
 from evaluation.exports import registry as exports
 from evaluation.exports.filters import NO_FILTERS, OUTCOME_CHOICES, ReportFilterForm, form_error_text
-from evaluation.exports.renderers.tables import render as render_table
+from evaluation.exports.renderers.html import html_table
 from evaluation.exports.responses import export_response
-from evaluation.fire import reports as fire_reports
 from evaluation.interfeedback import selectors, services
 from evaluation.interfeedback.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate
+from evaluation.kinds import kind_of
 from evaluation.stats import percent
-from evaluation.table import Table, cell_text
+from evaluation.table import cell_text
 
 SESSIONS_PER_PAGE = 50
 BREAKDOWN_ROWS = 100
@@ -42,16 +38,6 @@ def _filters(request):
     if form.is_bound and form.is_valid():
         return form, form.filters(), ""
     return form, NO_FILTERS, form_error_text(form) if form.is_bound else ""
-
-
-def html_table(table: Table) -> dict:
-    """A Table as text cells, each flagged for right alignment (numbers, and "-" for undefined ones)."""
-    return {
-        "title": table.title,
-        "columns": table.columns,
-        "rows": [[(cell_text(cell), not isinstance(cell, str)) for cell in row] for row in table.rows],
-        "notes": table.notes,
-    }
 
 
 def breakdown_rows(annotators) -> list[dict]:
@@ -67,68 +53,11 @@ def breakdown_rows(annotators) -> list[dict]:
     ]
 
 
-# The FIRE report's sections: (export name, by, heading), each as on `export_fire --what NAME [--by BY]`.
-FIRE_SECTIONS = (
-    ("table-a1", "split", _("Table A1 · Mean ratings (1-5) with 95% CIs, per split")),
-    ("summary", "source", _("Mean ratings per source")),
-    ("summary", "turn", _("Mean ratings per turn")),
-    ("agreement", "split", _("Inter-rater agreement: Krippendorff's alpha (ordinal and interval)")),
-    ("kappa", "split", _("Pairwise quadratic-weighted kappa")),
-    ("disagreements", "split", _("Turns with the largest disagreement")),
-)
-FIRE_FORMATS = ("md", "csv", "tex", "json")
-
-
-def _fire_sections(batch) -> dict:
-    """Each FIRE table as HTML with its downloads, or why it is empty (no ratings yet; agreement needs 2 raters)."""
-    raters = Rating.objects.filter(turn__conversation__batch=batch, is_final=True).values("annotator").distinct()
-    sections = []
-    for what, by, heading in FIRE_SECTIONS:
-        links = [(fmt, reverse("research-fire-export", args=[batch.id, what, fmt]) + f"?by={by}")
-                 for fmt in FIRE_FORMATS]
-        try:
-            table = html_table(fire_reports.FIRE_TABLES[what](batch, by=by))
-        except ApplicationError as reason:
-            sections.append({"id": f"fire-{what}-{by}", "heading": heading, "empty": reason.message, "links": []})
-            continue
-        sections.append({"id": f"fire-{what}-{by}", "heading": heading, "table": table, "links": links})
-    return {"sections": sections, "raters": raters.count(),
-            "long": [(fmt, reverse("research-fire-export", args=[batch.id, "ratings", fmt])) for fmt in ("csv", "json")]
-            + [("fire json", reverse("research-fire-export", args=[batch.id, "conversations", "json"]))]}
-
-
-@researcher_required
-def batch_fire_export(request, batch_id: int, what: str, fmt: str):
-    """A FIRE table (or the rated conversations) as a file: what `export_fire` writes."""
-    batch = selectors.batch_for_researcher(request.user, batch_id)
-    if batch.kind != batch.Kind.FIRE:
-        raise Http404("Not a FIRE batch.")
-    by = request.GET.get("by", "split")
-    if by not in ("split", "source", "turn"):
-        return HttpResponseBadRequest("by must be split, source or turn.", content_type="text/plain")
-    try:
-        if what == "conversations" and fmt == "json":
-            text = json.dumps(fire_reports.fire_conversations_export(batch), ensure_ascii=False, indent=1) + "\n"
-            content_type = "application/json"
-        elif what in fire_reports.FIRE_TABLES and fmt in FIRE_FORMATS:
-            text = render_table(fire_reports.FIRE_TABLES[what](batch, by=by), fmt)
-            content_type = exports.CONTENT_TYPES[fmt]
-        else:
-            raise Http404(f"No FIRE export {what}.{fmt}.")
-    except ApplicationError as failure:
-        return HttpResponseBadRequest(failure.message, content_type="text/plain")
-    response = HttpResponse(text, content_type=content_type)
-    suffix = f"-{by}" if what == "summary" else ""
-    response["Content-Disposition"] = f'attachment; filename="{batch.name}-fire-{what}{suffix}.{fmt}"'
-    return response
-
-
 def download_links(batch, querystring: str) -> list[dict]:
+    """The exports the batch's kind offers (evaluation.kinds), each in its formats."""
     return [
-        {"name": name, "links": [(fmt, _export_url(batch.id, name, fmt, querystring)) for fmt in formats]}
-        for name, formats in exports.EXPORTS.items()
-        if ((name in exports.FIRE_RATING_EXPORTS or name == "sessions") if batch.kind == batch.Kind.FIRE
-            else name not in exports.FIRE_RATING_EXPORTS)
+        {"name": name, "links": [(fmt, _export_url(batch.id, name, fmt, querystring)) for fmt in exports.EXPORTS[name]]}
+        for name in kind_of(batch).downloads if name in exports.EXPORTS
     ]
 
 
@@ -152,9 +81,8 @@ def batch_report(request, batch_id: int):
         error, report = failure.message, selectors.batch_report(batch, NO_FILTERS)
         filters = NO_FILTERS
     querystring = filters.querystring()
-    fire = _fire_sections(batch) if batch.kind == batch.Kind.FIRE else None
     return render(request, "evaluation/report.html", {
-        "fire": fire,
+        **kind_of(batch).report_sections(batch),
         "costs": batch_costs(batch),
         "budget_message": budget_message(batch),
         "batch": batch,

@@ -13,8 +13,12 @@ from rest_framework.views import APIView
 
 from annotate.people.access import batch_for_researcher
 from annotate.server.api_schema import file_download
-from evaluation.exports.responses import export_response
-from evaluation.interfeedback.apis import ERRORS, FileContentNegotiation, TableDocumentSerializer
+from evaluation.exports.responses import (
+    ERRORS,
+    FileContentNegotiation,
+    TableDocumentSerializer,
+    export_response,
+)
 from evaluation.preference.reports import (
     PREFERENCE_FORMATS,
     PREFERENCE_TABLES,

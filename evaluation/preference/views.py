@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from annotate.errors import ApplicationError
 from annotate.people.access import batch_for_researcher, researcher_required
+from evaluation.exports.renderers.html import html_table
 from evaluation.exports.responses import export_response
-from evaluation.interfeedback.views import html_table
 from evaluation.preference.reports import (
     PREFERENCE_FORMATS,
     PREFERENCE_TABLES,

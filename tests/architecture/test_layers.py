@@ -49,10 +49,27 @@ def test_every_package_is_in_the_architecture_table():
     assert not missing, f"packages not described in docs/architecture.md's package table: {missing}"
 
 
+def layered(container: str) -> set[str]:
+    return {name.strip() for layer in contracts()[f"{container}-layers"]["layers"] for name in layer.split(":")}
+
+
 def test_every_layered_module_exists():
-    found = contracts()
     for container in ("annotate", "evaluation"):
-        for layer in found[f"{container}-layers"]["layers"]:
-            for name in (n.strip() for n in layer.split(":")):
-                path = ROOT / container / name
-                assert path.is_dir() or path.with_suffix(".py").exists(), f"{container}.{name} is in a contract only"
+        for name in layered(container):
+            path = ROOT / container / name
+            assert path.is_dir() or path.with_suffix(".py").exists(), f"{container}.{name} is in a contract only"
+
+
+def test_every_module_is_in_a_layer():
+    """A module or package of annotate/ or evaluation/ outside every layer is outside the contract's checks."""
+    for container in ("annotate", "evaluation"):
+        children = {path.stem for path in (ROOT / container).glob("*.py") if path.stem != "__init__"}
+        children |= {path.name for path in (ROOT / container).iterdir() if (path / "__init__.py").exists()}
+        missing = sorted(children - layered(container))
+        assert not missing, f"{container}: {missing} in no layer of pyproject.toml's {container}-layers contract"
+
+
+def test_evaluation_root_holds_at_most_eight_modules():
+    """evaluation/ is grouped by kind of work: its root keeps the app's entry points and the plain data they share."""
+    modules = sorted(path.name for path in (ROOT / "evaluation").glob("*.py"))
+    assert len(modules) <= 8, modules

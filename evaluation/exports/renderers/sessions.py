@@ -14,6 +14,7 @@ from annotate.sessions.selectors import task_fields
 # FIRE's teachers score each student response 1-10 and call >= 8 right. Human sessions have a verdict instead;
 # it is exported as 10 (right) or 1 (wrong) so FIRE's threshold reads it correctly, with the verdicts beside.
 FIRE_SCORE_RIGHT, FIRE_SCORE_WRONG = 10, 1
+SESSION_FORMATS = ("jsonl", "fire")  # session records, or FIRE conversations
 
 
 def _iso(value) -> str | None:

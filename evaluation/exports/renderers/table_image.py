@@ -1,14 +1,17 @@
-"""A table (Table 3, Table 4, ...) drawn as a PNG or SVG picture, for slides and reports."""
+"""A table (Table 3, Table 4, ...) drawn as a PNG or SVG picture, for slides and reports; any matplotlib figure
+as PNG or SVG bytes."""
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING
 
-from evaluation.interfeedback.plots import figure_bytes
 from evaluation.table import Table, cell_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+IMAGE_FORMATS: tuple[str, ...] = ("png", "svg")
 
 
 def table_figure(table: Table) -> Figure:
@@ -37,3 +40,16 @@ def table_figure(table: Table) -> Figure:
 def render_table_image(table: Table, fmt: str) -> bytes:
     """`fmt` "png" or "svg"."""
     return figure_bytes(table_figure(table), fmt)
+
+
+def figure_bytes(figure: Figure, fmt: str) -> bytes:
+    if fmt not in IMAGE_FORMATS:
+        raise ValueError(f"unknown plot format {fmt!r}; expected one of {', '.join(IMAGE_FORMATS)}")
+    buffer = io.BytesIO()
+    # A fixed hash salt and no date keep SVG output byte-identical across runs (diffable exports).
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.hashsalt": "feedback-lab"}):
+        metadata = {"Date": None} if fmt == "svg" else {}
+        figure.savefig(buffer, format=fmt, dpi=150, metadata=metadata)
+    return buffer.getvalue()

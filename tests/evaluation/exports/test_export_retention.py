@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from annotate.models import Job
-from evaluation import tasks as evaluation_tasks
 from evaluation.exports import jobs as export_jobs
+from evaluation.exports import tasks as export_tasks
 from tests.factories import ModelConfigFactory, make_batch
 
 pytestmark = pytest.mark.django_db
@@ -72,7 +72,7 @@ def test_the_beat_task_and_the_command(exports):
     call_command("expire_exports", "--dry-run", stdout=out)
     assert "would delete the files of 2 export job(s)" in out.getvalue()
     assert Job.objects.get(pk=first.pk).result_file  # a dry run deletes nothing
-    assert evaluation_tasks.export_files_expire() == 2
+    assert export_tasks.export_files_expire() == 2
     out = StringIO()
     call_command("expire_exports", stdout=out)
     assert "deleted the files of 0 export job(s)" in out.getvalue()

@@ -21,6 +21,7 @@ from annotate.models import Job, ModelConfig, User
 from evaluation.exports import bundle
 from evaluation.exports import jobs as export_jobs
 from evaluation.exports import registry as exports
+from evaluation.fire.registration import FIRE_RATING_TABLES
 from evaluation.interfeedback import selectors, services
 from evaluation.interfeedback.plots import (
     corrected_round_by_category_figure,
@@ -211,7 +212,7 @@ def test_a_fire_bundle_holds_every_table_of_its_report_each_as_downloaded_alone(
     assert set(archive.namelist()) == expected
     readme = archive.read("README.md").decode()
     assert all(f"| {name} |" in readme for name in expected - {"README.md"})
-    for name, stem, _ in bundle.FIRE_RATING_TABLES:
+    for name, stem, _ in FIRE_RATING_TABLES:
         for fmt in ("csv", "md", "tex", "json"):
             assert archive.read(f"tables/{stem}.{fmt}") == _export(fire_batch, name, fmt).encode(), (stem, fmt)
     assert "Krippendorff" in readme and "tables/fire_tables_4_5.*" in summary.skipped

@@ -18,9 +18,9 @@ from rest_framework.authtoken.models import Token
 
 from annotate.jobs.services import job_fail
 from annotate.models import Job, Session, User
-from evaluation import tasks as evaluation_tasks
 from evaluation.exports import jobs as export_jobs
 from evaluation.exports import registry as exports
+from evaluation.exports import tasks as export_tasks
 from evaluation.exports.filters import NO_FILTERS, ReportFilters
 from evaluation.exports.renderers.sessions import session_record
 from evaluation.interfeedback import selectors, services
@@ -94,7 +94,7 @@ def test_task_writes_every_completed_session_once(batch, researcher, annotator, 
     job = _create(batch, researcher, django_capture_on_commit_callbacks)
     assert queued == [job.id] and Job.objects.get(pk=job.id).status == Job.Status.QUEUED
 
-    evaluation_tasks.sessions_export(job.id)  # what the worker does
+    export_tasks.sessions_export(job.id)  # what the worker does
 
     job.refresh_from_db()
     content = _file_bytes(job)
@@ -120,7 +120,7 @@ def test_filters_fire_format_and_gzip(batch, researcher, queued, django_capture_
     job = _create(batch, researcher, django_capture_on_commit_callbacks, filters=filters, fmt="fire", compress=True)
     assert job.params["filters"] == {"category": "Visual Logic", "outcome": "0"}
 
-    evaluation_tasks.sessions_export(job.id)
+    export_tasks.sessions_export(job.id)
 
     job.refresh_from_db()
     assert job.report["filename"].endswith(".fire.jsonl.gz")
@@ -134,7 +134,7 @@ def test_filters_fire_format_and_gzip(batch, researcher, queued, django_capture_
 def test_date_filter_round_trips_through_the_job(batch, researcher, queued, django_capture_on_commit_callbacks):
     filters = ReportFilters(date_from=dt.date(2025, 4, 1), date_to=dt.date(2025, 4, 30))
     job = _create(batch, researcher, django_capture_on_commit_callbacks, filters=filters)
-    evaluation_tasks.sessions_export(job.id)
+    export_tasks.sessions_export(job.id)
     lines = _file_bytes(job).decode().splitlines()
     april = _completed(batch, completed_at__date__gte=dt.date(2025, 4, 1))
     assert {json.loads(line)["session_id"] for line in lines} == set(april.values_list("id", flat=True))
@@ -154,7 +154,7 @@ def test_progress_is_written_every_n_sessions_not_per_row(batch, researcher, que
 
     monkeypatch.setattr(export_jobs, "_progress", spy)
     job = _create(batch, researcher, django_capture_on_commit_callbacks)
-    evaluation_tasks.sessions_export(job.id)
+    export_tasks.sessions_export(job.id)
 
     total = _completed(batch).count()
     assert [done for done, *_ in seen] == list(range(0, total + 1, 5))  # the start, then every 5th session
@@ -169,7 +169,7 @@ def test_progress_is_written_every_n_sessions_not_per_row(batch, researcher, que
 
 def test_task_is_idempotent(batch, researcher, queued, django_capture_on_commit_callbacks, media):
     job = _create(batch, researcher, django_capture_on_commit_callbacks)
-    evaluation_tasks.sessions_export(job.id)
+    export_tasks.sessions_export(job.id)
     job.refresh_from_db()
     first_name, first_finished = job.result_file.name, job.finished_at
 
@@ -197,7 +197,7 @@ def test_an_error_fails_the_job_with_its_message(batch, researcher, queued, monk
     job = _create(batch, researcher, django_capture_on_commit_callbacks)
     with mock.patch.object(exports, "build_export", side_effect=ValueError("disk on fire")):
         with pytest.raises(ValueError):
-            evaluation_tasks.sessions_export(job.id)
+            export_tasks.sessions_export(job.id)
     job.refresh_from_db()
     assert (job.status, job.error, job.message) == (Job.Status.FAILED, "ValueError: disk on fire", "Failed")
     assert not job.result_file and job.finished_at is not None
@@ -208,10 +208,10 @@ def test_a_database_error_requeues_the_job_for_a_retry(batch, researcher, queued
     job = _create(batch, researcher, django_capture_on_commit_callbacks)
     with mock.patch.object(exports, "build_export", side_effect=OperationalError("connection lost")):
         with pytest.raises(OperationalError):  # called directly, Celery's retry re-raises the error
-            evaluation_tasks.sessions_export(job.id)
+            export_tasks.sessions_export(job.id)
     job.refresh_from_db()
     assert job.status == Job.Status.QUEUED and "retried" in job.message
-    evaluation_tasks.sessions_export(job.id)  # the retry
+    export_tasks.sessions_export(job.id)  # the retry
     job.refresh_from_db()
     assert job.status == Job.Status.SUCCEEDED and job.report["sessions"] == _completed(batch).count()
 
@@ -221,13 +221,13 @@ def test_time_limit_and_deleted_batch_fail_clearly(batch, researcher, queued, dj
 
     job = _create(batch, researcher, django_capture_on_commit_callbacks)
     with mock.patch.object(exports, "build_export", side_effect=SoftTimeLimitExceeded()):
-        evaluation_tasks.sessions_export(job.id)
+        export_tasks.sessions_export(job.id)
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and "narrow it with filters" in job.error
 
     other = _create(batch, researcher, django_capture_on_commit_callbacks)
     Job.objects.filter(pk=other.id).update(batch=None)
-    evaluation_tasks.sessions_export(other.id)
+    export_tasks.sessions_export(other.id)
     other.refresh_from_db()
     assert other.status == Job.Status.FAILED and "no longer exists" in other.error
 
@@ -262,7 +262,7 @@ def test_api_happy_path_create_poll_download(token_client, batch, queued, django
     assert response["Location"] == body["url"] == f"/api/jobs/{body['id']}/"
     assert token_client.get(body["url"]).json()["done"] is False
 
-    evaluation_tasks.sessions_export(body["id"])
+    export_tasks.sessions_export(body["id"])
 
     job = token_client.get(body["url"]).json()
     assert (job["status"], job["progress"], job["done"]) == ("succeeded", 1.0, True)
@@ -282,7 +282,7 @@ def test_api_filters_in_the_query_string_and_gzip_download(token_client, batch, 
         response = token_client.post(f"/api/batches/{batch.id}/exports/sessions/?category=Math+(Text)",
                                      {"gzip": True}, format="json")
     assert response.status_code == 202
-    evaluation_tasks.sessions_export(response.json()["id"])
+    export_tasks.sessions_export(response.json()["id"])
     url = token_client.get(response["Location"]).json()["report"]["download_url"]
     download = token_client.get(url)
     assert download["Content-Type"] == "application/gzip"
@@ -292,7 +292,7 @@ def test_api_filters_in_the_query_string_and_gzip_download(token_client, batch, 
 
 def test_api_outsiders(api_client, batch, researcher, annotator, queued, django_capture_on_commit_callbacks):
     job = _create(batch, researcher, django_capture_on_commit_callbacks)
-    evaluation_tasks.sessions_export(job.id)
+    export_tasks.sessions_export(job.id)
     create, download = f"/api/batches/{batch.id}/exports/sessions/", f"/api/batches/{batch.id}/exports/{job.id}/download/"
 
     api_client.force_authenticate(annotator)  # not a researcher
@@ -347,7 +347,7 @@ def test_download_streams_under_asgi(researcher, batch, queued, django_capture_o
     from asgiref.sync import async_to_sync
 
     job = _create(batch, researcher, django_capture_on_commit_callbacks)
-    evaluation_tasks.sessions_export(job.id)
+    export_tasks.sessions_export(job.id)
     client = AsyncClient()
 
     async def fetch():
@@ -381,7 +381,7 @@ def test_report_page_button_queues_the_job_and_its_page_shows_progress_then_the_
     page = client.get(response["Location"]).content.decode()
     assert f'data-job-url="/api/jobs/{job.id}/"' in page and "Waiting for a worker" in page and "model=model-a" in page
 
-    evaluation_tasks.sessions_export(job.id)
+    export_tasks.sessions_export(job.id)
     page = client.get(response["Location"]).content.decode()
     assert f'href="/api/batches/{batch.id}/exports/{job.id}/download/"' in page
     assert "pilot-study-sessions.fire.jsonl" in page and 'data-done="true"' in page
@@ -457,7 +457,7 @@ def test_task_queries_do_not_grow_with_sessions(batch, researcher, annotator, qu
     def run() -> int:
         job = _create(batch, researcher, django_capture_on_commit_callbacks)
         with CaptureQueriesContext(connection) as captured:
-            evaluation_tasks.sessions_export(job.id)
+            export_tasks.sessions_export(job.id)
         job.refresh_from_db()
         assert job.report["sessions"] == _completed(batch).count()
         return len(captured)
@@ -480,7 +480,7 @@ def test_progress_without_counters_still_counts_written_sessions(researcher, ann
     monkeypatch.setattr(export_jobs, "_progress", lambda job, done, expected: (
         original(job, done, expected), messages.append(Job.objects.get(pk=job.pk).message)))
     job = _create(batch, researcher, django_capture_on_commit_callbacks)
-    evaluation_tasks.sessions_export(job.id)
+    export_tasks.sessions_export(job.id)
     job.refresh_from_db()
     total = _completed(batch).count()
     assert messages == [f"Wrote {done} sessions" for done in range(0, total + 1, 3)]

@@ -7,9 +7,9 @@ import datetime as dt
 import pytest
 
 from annotate.models import Job, Session, User
-from evaluation import tasks as evaluation_tasks
 from evaluation.exports.filters import ReportFilters
 from evaluation.interfeedback import selectors, services
+from evaluation.interfeedback import tasks as outcome_tasks
 from evaluation.interfeedback.metrics import OutcomeCounts
 from evaluation.models import NEVER, AnnotatorOutcomeCounter, BatchAggregate, CountedSession, OutcomeCounter
 from tests.evaluation.builders import sessions_from_counts
@@ -49,7 +49,7 @@ def mixed_batch(db):
 def test_incremental_counters_equal_full_recompute(mixed_batch):
     batch, sessions = mixed_batch
     for session in sessions:
-        assert evaluation_tasks.outcome_record(session.id) is True  # the Celery task, called directly
+        assert outcome_tasks.outcome_record(session.id) is True  # the Celery task, called directly
     incremental = _snapshot(batch)
     report = services.outcome_recompute(batch_id=batch.id)
     assert report["sessions"] == len(sessions) == 22
@@ -66,7 +66,7 @@ def test_outcome_record_counts_a_session_once(mixed_batch):
     first = sessions[0]
     assert services.outcome_record(session_id=first.id) is True
     assert services.outcome_record(session_id=first.id) is False  # a redelivered task changes nothing
-    assert evaluation_tasks.outcome_record(first.id) is False
+    assert outcome_tasks.outcome_record(first.id) is False
     assert CountedSession.objects.filter(session_id=first.id).count() == 1
     assert OutcomeCounter.objects.get(batch=batch, category="Visual Logic", corrected_round=0).count == 1
     assert BatchAggregate.objects.get(batch=batch).updated_at is not None
@@ -132,7 +132,7 @@ def test_recompute_job_runs_once(mixed_batch, django_capture_on_commit_callbacks
     with django_capture_on_commit_callbacks(execute=True):
         job = services.recompute_job_create(batch=batch)
     assert sent == [[job.id]] and job.kind == Job.Kind.AGGREGATE and job.status == Job.Status.QUEUED
-    evaluation_tasks.outcome_recompute(job.id)
+    outcome_tasks.outcome_recompute(job.id)
     job.refresh_from_db()
     assert (job.status, job.progress, job.report["sessions"]) == (Job.Status.SUCCEEDED, 1.0, 22)
     assert services.recompute_job_run(job_id=job.id) is None  # already taken: a redelivery does nothing

@@ -10,8 +10,8 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from annotate.models import Job, ModelConfig, User
-from evaluation import tasks as evaluation_tasks
 from evaluation.interfeedback import services
+from evaluation.interfeedback import tasks as outcome_tasks
 from tests.evaluation.builders import sessions_from_counts
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
@@ -171,7 +171,7 @@ def test_recompute_job(token_client, batch, django_capture_on_commit_callbacks, 
     job_id = response.json()["id"]
     assert response["Location"] == f"/api/batches/{batch.id}/jobs/{job_id}/"
     assert token_client.get(response["Location"]).json()["status"] == Job.Status.QUEUED
-    evaluation_tasks.outcome_recompute(job_id)  # what the worker does
+    outcome_tasks.outcome_recompute(job_id)  # what the worker does
     job = token_client.get(response["Location"]).json()
     assert (job["status"], job["progress"], job["report"]["sessions"]) == ("succeeded", 1.0, 96)
     assert token_client.get(f"/api/batches/{batch.id}/jobs/999999/").status_code == 404

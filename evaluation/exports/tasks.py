@@ -1,39 +1,18 @@
-"""Celery entry points of the evaluation app (default queue): receive ids, re-fetch, call a service.
+"""Celery entry points of export jobs (default queue): receive a job's id, claim it, write its file; and the
+hourly expiry of old export files.
 
-All are idempotent, so late acknowledgement and redelivery are safe: a session is counted once, and a job
-is claimed with a conditional update.
+All are idempotent, so late acknowledgement and redelivery are safe: a job is claimed with a conditional update.
 """
 
 from __future__ import annotations
 
-import random
-
 from celery import shared_task
+from celery.utils.time import get_exponential_backoff_interval
 from django.db import OperationalError
 
 from annotate import queue_contract
 from annotate.jobs.services import job_fail
 from evaluation.exports import jobs as export_jobs
-from evaluation.interfeedback import services
-
-
-def _backoff(retries: int) -> float:
-    return min(60, 2**retries) + random.uniform(0, 1)
-
-
-@shared_task(name=queue_contract.OUTCOME_RECORD, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=5, soft_time_limit=60, time_limit=90)
-def outcome_record(self, session_id: int) -> bool:
-    """Count a completed session (sent by annotate when a session completes)."""
-    try:
-        return services.outcome_record(session_id=session_id)
-    except OperationalError as error:  # lock timeout, connection dropped: worth another try
-        raise self.retry(countdown=_backoff(self.request.retries)) from error
-
-
-@shared_task(name=queue_contract.OUTCOME_RECOMPUTE, acks_late=True, reject_on_worker_lost=True, soft_time_limit=600, time_limit=660)
-def outcome_recompute(job_id: int) -> None:
-    """Run a full recompute job (a Job row of kind aggregate, made by services.recompute_job_create)."""
-    services.recompute_job_run(job_id=job_id)
 
 
 @shared_task(name=queue_contract.SESSIONS_EXPORT, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=3)
@@ -52,7 +31,7 @@ def _export_run(task, job_id: int) -> None:
         if task.request.retries >= task.max_retries:
             job_fail(job_id=job_id, error=f"Database error, {task.max_retries} retries failed: {error}")
             raise
-        raise task.retry(exc=error, countdown=_backoff(task.request.retries)) from error
+        raise task.retry(exc=error, countdown=get_exponential_backoff_interval(1, task.request.retries, 60, full_jitter=True)) from error
 
 
 @shared_task(name=queue_contract.BUNDLE_EXPORT, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=3)
