@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 from annotate.assignments import assignment_renew
 from annotate.models import Assignment
 from annotate.rating import services as rating_services
+from annotate.rating.fire import services as fire_services
 from annotate.rating.preference import services as preference_services
 from annotate.rating.selectors import (
     access_conversation,
@@ -123,7 +124,7 @@ class ConversationRatingsApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         conversation_for_rating(request.user, conversation_id)
-        result = rating_services.ratings_save(
+        result = fire_services.ratings_save(
             annotator=request.user,
             conversation_id=conversation_id,
             scores={row["turn"]: (row["score"], row["comment"]) for row in data.validated_data["ratings"]},

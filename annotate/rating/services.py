@@ -1,15 +1,17 @@
-"""Writes of FIRE conversation ratings: drafts (autosave) and the final "Save scores and next"; skipping.
+"""Writes of conversation ratings that FIRE and preference batches share: the save path (drafts, the final save
+and its idempotency, the rater's locked assignment) and skipping. Each kind's own checks are beside it
+(annotate.rating.fire.services, annotate.rating.preference.services).
 
-A final save checks that every rateable turn (each teacher feedback, each student response after the first) has
-a score 1-5, marks the ratings final and completes the annotator's assignment, so the queue counts it toward the
-batch's overlap K. Final saves are idempotent on ``client_request_id``; drafts may be partial.
+A final save checks that every rateable turn is rated, marks the ratings final and completes the annotator's
+assignment, so the queue counts it toward the batch's overlap K. Final saves are idempotent on
+``client_request_id``; drafts may be partial.
 ``conversation_skip`` passes on a conversation (FIRE or preference) with a reason, through the queue's
 ``assignment_skip``: it goes to other annotators and never back to this one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -143,51 +145,44 @@ def finish_assignment(assignment: Assignment, final: bool) -> None:
         assignment_renew(assignment=assignment)  # typing keeps the lease alive
 
 
-def ratings_save(
+def ratings_write(
     *,
     annotator: User,
     conversation_id: int,
-    scores: Mapping[int, tuple[int | None, str]],
-    client_request_id: str = "",
+    kind: str,
+    indices: Iterable[int],
+    client_request_id: str,
     final: bool,
+    check: Callable[[dict[int, Turn]], dict[int, dict]],
+    complete: Callable[[dict[int, Turn], dict[int, Rating], dict[int, dict]], None],
+    also: Callable[[], None] | None = None,
 ) -> RatingsSaved:
-    """Save the annotator's scores ``{turn_index: (score 1-5 or None, comment)}`` of one conversation.
+    """The save path every kind of rating shares, in one transaction on the rater's locked assignment.
 
-    Draft (``final=False``): the given turns are saved as they are (scores may be missing).
-    Final: drafts and the given scores together must score every rateable turn; the ratings become final and
-    the assignment completes. Repeating a final save with the same ``client_request_id`` changes nothing.
+    ``check(turns)`` turns the request into the field values to write per turn index (a 400 for a bad value);
+    on a final save ``complete(turns, existing, values)`` refuses what is still missing, then every rateable turn
+    becomes final and the assignment completes. ``also()`` writes what the kind keeps beside the ratings. A final
+    save repeated with the same ``client_request_id`` changes nothing; any other write after it is a conflict.
     """
     check_request_id(client_request_id, final)
     with transaction.atomic():
-        assignment = lock_assignment(annotator=annotator, conversation_id=conversation_id, kind=Batch.Kind.FIRE)
+        assignment = lock_assignment(annotator=annotator, conversation_id=conversation_id, kind=kind)
         existing = {
             r.turn_id: r for r in Rating.objects.filter(annotator=annotator, turn__conversation_id=conversation_id)
         }
         if already_submitted(existing.values(), client_request_id, final):
             return RatingsSaved(conversation_id, 0, True, replayed=True)
-        turns = rateable_turns(conversation_id, scores.keys())
-        values = {}
-        for index, entry in scores.items():
-            score, comment = entry if isinstance(entry, tuple | list) else (entry, "")
-            what = turn_label(index).capitalize()
-            values[index] = {"score": check_score(score, what=what), "comment": check_comment(comment, what=what)}
+        turns = rateable_turns(conversation_id, indices)
+        values = check(turns)
         if final:
-            by_turn_id = {turn.id: index for index, turn in turns.items()}
-            merged = {by_turn_id[r.turn_id]: r.score for r in existing.values() if r.turn_id in by_turn_id}
-            merged |= {index: fields["score"] for index, fields in values.items()}
-            missing = sorted(index for index in turns if merged.get(index) is None)
-            if missing:
-                raise ApplicationError(
-                    "Score every rated turn before saving: no score yet for "
-                    + ", ".join(turn_label(i) for i in missing) + ".",
-                    code="incomplete",
-                    extra={"missing_turns": missing},
-                )
+            complete(turns, existing, values)
             # Every rateable turn becomes final, including those scored only in an earlier draft.
             for index in turns:
                 values.setdefault(index, {})
         saved = write_ratings(annotator=annotator, turns=turns, values=values, existing=existing, final=final,
                               client_request_id=client_request_id)
+        if also is not None:
+            also()
         finish_assignment(assignment, final)
     return RatingsSaved(conversation_id, saved, final)
 

@@ -24,9 +24,10 @@ from annotate.queue.selectors import assignment_page_url
 from annotate.queue.services import assignment_next
 from annotate.queue.views import home_saying_why_nothing
 from annotate.rating.apis import viewer_payload
+from annotate.rating.fire.services import ratings_save
 from annotate.rating.preference.services import preference_save
 from annotate.rating.selectors import PREFERENCE_DIMENSIONS, access_conversation
-from annotate.rating.services import MAX_SKIP_REASON_CHARS, conversation_skip, ratings_save
+from annotate.rating.services import MAX_SKIP_REASON_CHARS, conversation_skip
 from annotate.server.markdown import markdown_to_html
 
 ROLE_LABELS = {"student": "Student", "teacher": "Teacher", "model": "Candidate"}

@@ -234,14 +234,24 @@ def extra_fields(fields: Fields, known: frozenset[str], unknown: set[str], *, la
     return metadata
 
 
+def record_start(line: int, position: int, record: Any, images: ImageFinder, report: ImportReport,
+                 seen_ids: dict[str, int], *, id_prefix: str, expected: str) -> tuple[Fields, dict] | None:
+    """A record's fields and its basics (id, image, source, split), or None (reported) when it is not an object."""
+    if not isinstance(record, dict):
+        report.add(line, None, f"expected a JSON object ({expected}), got {json_type(record)}")
+        return None
+    fields = Fields(record, line, report)
+    return fields, record_basics(fields, position, images, seen_ids, id_prefix=id_prefix)
+
+
 def parse_record(line: int, position: int, record: Any, images: ImageFinder, report: ImportReport,
                  seen_ids: dict[str, int], unknown: set[str]) -> ParsedConversation | None:
     """One released FIRE record."""
-    if not isinstance(record, dict):
-        report.add(line, None, f"expected a JSON object (one conversation), got {json_type(record)}")
+    started = record_start(line, position, record, images, report, seen_ids, id_prefix="fire",
+                           expected="one conversation")
+    if started is None:
         return None
-    fields = Fields(record, line, report)
-    basics = record_basics(fields, position, images, seen_ids, id_prefix="fire")
+    fields, basics = started
     question = value_text(fields, "question")
     ground_truth = value_text(fields, "groundtruth")
     turns = _turns(fields)

@@ -21,7 +21,7 @@ from annotate.rating.fire.records import (
     ParsedConversation,
     ParsedTurn,
     extra_fields,
-    record_basics,
+    record_start,
     value_text,
 )
 
@@ -60,11 +60,11 @@ def _candidate_models(fields: Fields, count: int) -> list[str] | None:
 
 def parse_preference_record(line: int, position: int, record: Any, images: ImageFinder, report: ImportReport,
                             seen_ids: dict[str, int], unknown: set[str]) -> ParsedConversation | None:
-    if not isinstance(record, dict):
-        report.add(line, None, f"expected a JSON object (one question with its responses), got {json_type(record)}")
+    started = record_start(line, position, record, images, report, seen_ids, id_prefix="pref",
+                           expected="one question with its responses")
+    if started is None:
         return None
-    fields = Fields(record, line, report)
-    basics = record_basics(fields, position, images, seen_ids, id_prefix="pref")
+    fields, basics = started
     question = value_text(fields, "question")
     ground_truth = value_text(fields, "groundtruth") if record.get("groundtruth") is not None else ""
     turns = _candidates(fields)

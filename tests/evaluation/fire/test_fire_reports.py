@@ -15,7 +15,7 @@ from django.core.management import call_command
 from annotate.errors import ApplicationError
 from annotate.models import Conversation, Rating
 from annotate.queue.services import assignment_next
-from annotate.rating.services import ratings_save
+from annotate.rating.fire.services import ratings_save
 from evaluation.exports.bundle import bundle_write
 from evaluation.exports.renderers.tables import render
 from evaluation.fire import reports as fire_reports

@@ -8,8 +8,8 @@ from django.utils import timezone
 from annotate.errors import ApplicationError, Conflict, NotFound
 from annotate.models import Assignment, Rating, WorkItem
 from annotate.queue.services import assignment_next
+from annotate.rating.fire.services import ratings_save
 from annotate.rating.selectors import conversation_payload
-from annotate.rating.services import ratings_save
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,9 @@ from annotate.assignments import assignments_expire
 from annotate.imports.batches import import_fire
 from annotate.models import Assignment, Batch, Rating, WorkItem
 from annotate.queue.services import assignment_next
+from annotate.rating.fire.services import ratings_save
 from annotate.rating.preference.services import preference_save
-from annotate.rating.services import conversation_skip, ratings_save
+from annotate.rating.services import conversation_skip
 from tests.annotate.rating.fire.fire_data import write_sample
 from tests.factories import UserFactory
 

@@ -9,8 +9,8 @@ from annotate.imports.batches import batch_import
 from annotate.imports.registry import IMPORTERS
 from annotate.models import Assignment, Batch, Ranking, Rating
 from annotate.queue.services import assignment_next
+from annotate.rating.fire.services import ratings_save
 from annotate.rating.preference.services import preference_save, ranking_parse
-from annotate.rating.services import ratings_save
 from tests.annotate.rating.fire.fire_data import write_images_dir, write_jsonl
 
 pytestmark = pytest.mark.django_db
