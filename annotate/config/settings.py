@@ -14,7 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from annotate import queue_contract
 from annotate.server import embedded_redis
-from annotate.server.env import env_bool, env_int, env_list, env_str
+from annotate.server.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(env_str("FEEDBACK_LAB_VAR_DIR") or BASE_DIR / "var")
@@ -179,7 +179,7 @@ BENCH_LANE_LEASE_SECONDS = env_int("BENCH_LANE_LEASE_SECONDS", 120)
 # deployment may give each pool of bench workers its own name.
 BENCH_QUEUE = env_str("BENCH_QUEUE", "bench")
 # The live study dashboard checks its numbers this often and pushes them over the WebSocket when they changed.
-DASHBOARD_REFRESH_SECONDS = float(env_str("DASHBOARD_REFRESH_SECONDS") or 2.0)
+DASHBOARD_REFRESH_SECONDS = env_float("DASHBOARD_REFRESH_SECONDS", 2.0)
 MODEL_QUEUE_PREFIX = "model."
 
 # Shared by every process (rate limits, login throttling): the same Redis, its own database number's keys prefixed.
@@ -288,7 +288,7 @@ REST_FRAMEWORK = {
         "annotate.server.authentication.PreparedTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    # DRF's JSON parser with a nesting cap and a check for text the database cannot store (annotate/parsers.py).
+    # DRF's JSON parser with a nesting cap and a check for text the database cannot store (annotate/server/parsers.py).
     "DEFAULT_PARSER_CLASSES": [
         "annotate.server.parsers.CheckedJSONParser",
         "rest_framework.parsers.FormParser",
