@@ -3,6 +3,7 @@
 from django.urls import path
 
 from evaluation.bench import views as bench_pages
+from evaluation.exports import views as export_views
 from evaluation.fire import views as fire_views
 from evaluation.interfeedback import views
 from evaluation.preference import views as preference_views
@@ -20,15 +21,15 @@ urlpatterns = [
     path("bench/<int:run_id>/<str:action>/", bench_pages.bench_run_action, name="bench-run-action"),
     path("batches/<int:batch_id>/", views.batch_report, name="research-report"),
     path("batches/<int:batch_id>/recompute/", views.batch_recompute, name="research-recompute"),
-    path("batches/<int:batch_id>/export/<str:name>.<str:fmt>", views.batch_export, name="research-export"),
+    path("batches/<int:batch_id>/export/<str:name>.<str:fmt>", export_views.batch_export, name="research-export"),
     path("batches/<int:batch_id>/fire/<str:what>.<str:fmt>", fire_views.batch_fire_export, name="research-fire-export"),
     path("batches/<int:batch_id>/sessions/", views.session_list, name="research-sessions"),
     path("batches/<int:batch_id>/sessions/<int:session_id>/", views.session_detail, name="research-session"),
     # Sessions export as a background job (evaluation/exports/jobs.py).
-    path("batches/<int:batch_id>/exports/sessions/", views.batch_sessions_export_job,
+    path("batches/<int:batch_id>/exports/sessions/", export_views.batch_sessions_export_job,
          name="research-sessions-export"),
-    path("batches/<int:batch_id>/exports/bundle/", views.batch_bundle_export_job, name="research-bundle-export"),
-    path("batches/<int:batch_id>/exports/<int:job_id>/", views.batch_export_job, name="research-export-job"),
+    path("batches/<int:batch_id>/exports/bundle/", export_views.batch_bundle_export_job, name="research-bundle-export"),
+    path("batches/<int:batch_id>/exports/<int:job_id>/", export_views.batch_export_job, name="research-export-job"),
     # per-annotator quality of a batch
     path("batches/<int:batch_id>/quality/", quality_views.batch_quality_page, name="research-quality"),
     # preference batches: the pairwise report page and its downloads

@@ -101,3 +101,11 @@ def parse_filters(params) -> ReportFilters:
     if not form.is_valid():
         raise ApplicationError(f"Bad filter: {form_error_text(form)} (dates are YYYY-MM-DD).", code="bad_filter")
     return form.filters()
+
+
+def filters_from_request(request) -> tuple[ReportFilterForm, ReportFilters, str]:
+    """(form, filters, error): bad filter values show as a message on the page and are ignored."""
+    form = ReportFilterForm(request.GET or None)
+    if form.is_bound and form.is_valid():
+        return form, form.filters(), ""
+    return form, NO_FILTERS, form_error_text(form) if form.is_bound else ""

@@ -1,26 +1,24 @@
 """Researcher pages: batch list, batch report (Table 3/4, Fig. 4/5, breakdown), session browser, transcripts.
 
-Pages read counters through selectors; figures and downloads are separate requests to `batch_export`.
+Pages read counters through selectors; figures and downloads are separate requests to the export pages
+(evaluation/exports/views.py).
 """
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotate.costs import batch_costs, budget_message
-from annotate.errors import ApplicationError, NotFound
+from annotate.errors import ApplicationError
 from annotate.people.access import researcher_required
 from annotate.server.throttles import job_creation_wait
-from evaluation.exports import jobs as export_jobs
 from evaluation.exports import registry as exports
-from evaluation.exports.filters import NO_FILTERS, OUTCOME_CHOICES, ReportFilterForm, form_error_text
+from evaluation.exports.filters import NO_FILTERS, OUTCOME_CHOICES, filters_from_request
 from evaluation.exports.renderers.html import html_table
-from evaluation.exports.responses import export_response
 from evaluation.interfeedback import selectors, services
 from evaluation.interfeedback.metrics import FEEDBACK_ROUNDS, accuracy, correction_rate
 from evaluation.kinds import kind_of
@@ -29,15 +27,6 @@ from evaluation.table import cell_text
 
 SESSIONS_PER_PAGE = 50
 BREAKDOWN_ROWS = 100
-
-
-
-def _filters(request):
-    """(form, filters, error): bad filter values show as a message on the page and are ignored."""
-    form = ReportFilterForm(request.GET or None)
-    if form.is_bound and form.is_valid():
-        return form, form.filters(), ""
-    return form, NO_FILTERS, form_error_text(form) if form.is_bound else ""
 
 
 def breakdown_rows(annotators) -> list[dict]:
@@ -74,7 +63,7 @@ def researcher_home(request):
 @researcher_required
 def batch_report(request, batch_id: int):
     batch = selectors.batch_for_researcher(request.user, batch_id)
-    form, filters, error = _filters(request)
+    form, filters, error = filters_from_request(request)
     try:
         report = selectors.batch_report(batch, filters)
     except ApplicationError as failure:
@@ -105,23 +94,6 @@ def batch_report(request, batch_id: int):
 
 
 @researcher_required
-def batch_export(request, batch_id: int, name: str, fmt: str):
-    batch = selectors.batch_for_researcher(request.user, batch_id)
-    form, filters, error = _filters(request)
-    if error:
-        return HttpResponseBadRequest(f"Bad filter: {error}", content_type="text/plain")
-    try:
-        if name == "sessions":  # large selections: the export job (batch_sessions_export_job)
-            exports.sessions_direct_check(batch, filters)
-        export = exports.build_export(batch, name, fmt, filters)
-    except NotFound as failure:
-        raise Http404(failure.message) from None
-    except ApplicationError as failure:
-        return HttpResponseBadRequest(failure.message, content_type="text/plain")
-    return export_response(request, export)
-
-
-@researcher_required
 @require_POST
 def batch_recompute(request, batch_id: int):
     batch = selectors.batch_for_researcher(request.user, batch_id)
@@ -136,7 +108,7 @@ def batch_recompute(request, batch_id: int):
 @researcher_required
 def session_list(request, batch_id: int):
     batch = selectors.batch_for_researcher(request.user, batch_id)
-    form, filters, error = _filters(request)
+    form, filters, error = filters_from_request(request)
     page = Paginator(selectors.counted_sessions(batch, filters), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "evaluation/sessions.html", {
         "batch": batch,
@@ -158,51 +130,4 @@ def session_detail(request, batch_id: int, session_id: int):
         "session": session,
         "rounds": list(session.rounds.all()),
         "images": [ti.blob.sha256 for ti in session.task.task_images.all()],
-    })
-
-
-# --- sessions export as a background job (evaluation/exports/jobs.py) ---------------------------------------
-
-
-@researcher_required
-@require_POST
-def batch_sessions_export_job(request, batch_id: int):
-    """The report's "Export sessions" form (filters in the query string): queue the job, show its page."""
-    batch = selectors.batch_for_researcher(request.user, batch_id)
-    form, filters, error = _filters(request)
-    if error:
-        messages.error(request, f"Bad filter: {error}")
-        return redirect("research-report", batch_id=batch.id)
-    if wait := job_creation_wait(request):
-        messages.error(request, wait)
-        return redirect("research-report", batch_id=batch.id)
-    try:
-        job = export_jobs.sessions_export_job_create(
-            batch=batch, user=request.user, filters=filters, fmt=request.POST.get("format", "jsonl"),
-            compress=request.POST.get("gzip") in ("1", "on", "true"),
-        )
-    except ApplicationError as failure:
-        messages.error(request, failure.message)
-        return redirect("research-report", batch_id=batch.id)
-    return redirect("research-export-job", batch_id=batch.id, job_id=job.id)
-
-
-@researcher_required
-@require_POST
-def batch_bundle_export_job(request, batch_id: int):
-    """The report's "Download the study bundle" button: queue the bundle job, show its page."""
-    batch = selectors.batch_for_researcher(request.user, batch_id)
-    if wait := job_creation_wait(request):
-        messages.error(request, wait)
-        return redirect("research-report", batch_id=batch.id)
-    job = export_jobs.bundle_export_job_create(batch=batch, user=request.user)
-    return redirect("research-export-job", batch_id=batch.id, job_id=job.id)
-
-
-@researcher_required
-def batch_export_job(request, batch_id: int, job_id: int):
-    """An export job's progress (polled by static/js/export_job.js) and, once done, its download link."""
-    batch = selectors.batch_for_researcher(request.user, batch_id)
-    return render(request, "evaluation/export_job.html", {
-        "batch": batch, "job": export_jobs.export_job_for_batch(batch, job_id),
     })
