@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, Protocol, cast, overload
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied as PageDenied
@@ -38,12 +38,23 @@ def signed_in(view: View) -> View:
     return page
 
 
-def _role_required(allowed: Callable[[User], bool], default_message: str):
-    def decorator(view: View | None = None, *, message: str = default_message):
+class RoleRequired(Protocol):
+    """``@rule`` on a view, or ``@rule(message="...")`` to say why others are refused."""
+
+    @overload
+    def __call__(self, view: View, /) -> View: ...
+
+    @overload
+    def __call__(self, view: None = None, /, *, message: str = ...) -> Callable[[View], View]: ...
+
+
+def _role_required(allowed: Callable[[User], bool], default_message: str) -> RoleRequired:
+    def decorator(view: View | None = None, *, message: str = default_message) -> View | Callable[[View], View]:
         def wrap(view: View) -> View:
             @wraps(view)
             def page(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-                if not allowed(request.user):  # type: ignore[arg-type]  (signed in: login_required ran first)
+                user = request.user  # signed in: login_required ran first
+                if not (isinstance(user, User) and allowed(user)):
                     raise PermissionDenied(message)
                 return view(request, *args, **kwargs)
 
@@ -51,7 +62,7 @@ def _role_required(allowed: Callable[[User], bool], default_message: str):
 
         return wrap(view) if view is not None else wrap
 
-    return decorator
+    return cast(RoleRequired, decorator)
 
 
 # `@researcher_required` or `@admin_required(message="Only admins may import batches.")`

@@ -7,8 +7,9 @@ members of; admins read everything. Anyone else gets "not found" (no id probing)
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 from django.urls import reverse
 
 from annotate.errors import NotFound, PermissionDenied
@@ -44,7 +45,7 @@ _PARTS = {
 _LABELS = {"student": ("Thought", "Answer"), "teacher": ("Score", "Feedback")}
 
 
-def turn_parts(role: str, text: str) -> list[dict]:
+def turn_parts(role: str, text: str) -> list[dict[str, str]]:
     """Split a FIRE turn into its labelled parts ("Thought"/"Answer", "Score"/"Feedback"); else one part."""
     pattern = _PARTS.get(role)
     match = pattern.match(text) if pattern else None
@@ -55,7 +56,7 @@ def turn_parts(role: str, text: str) -> list[dict]:
     return [{"label": first, "text": score}, {"label": second, "text": match["b"]}]
 
 
-def _conversation_queryset():
+def _conversation_queryset() -> QuerySet[Conversation]:
     return Conversation.objects.select_related("batch", "image").prefetch_related(
         Prefetch("turns", queryset=Turn.objects.order_by("index"))
     )
@@ -98,7 +99,7 @@ def _own_ratings(conversation: Conversation, annotator: User) -> dict[int, Ratin
     return {r.turn.index: r for r in ratings}
 
 
-def conversation_payload(conversation: Conversation, *, viewer: User, assignment: Assignment | None) -> dict:
+def conversation_payload(conversation: Conversation, *, viewer: User, assignment: Assignment | None) -> dict[str, Any]:
     """Everything the rating page and the API show. Annotators get their own ratings only."""
     own = _own_ratings(conversation, viewer) if assignment is not None else {}
     is_preference = conversation.batch.kind == Batch.Kind.PREFERENCE
@@ -106,7 +107,7 @@ def conversation_payload(conversation: Conversation, *, viewer: User, assignment
     turns = []
     for turn in conversation.turns.all():
         rating = own.get(turn.index)
-        entry = {
+        entry: dict[str, Any] = {
             "index": turn.index,
             "role": turn.role,
             "kind": turn.kind,
@@ -117,7 +118,7 @@ def conversation_payload(conversation: Conversation, *, viewer: User, assignment
         if turn.is_rateable:
             entry["rating"] = _rating_payload(rating, is_preference)
         turns.append(entry)
-    payload = {
+    payload: dict[str, Any] = {
         "id": conversation.id,
         "external_id": conversation.external_id,
         "batch": {"name": conversation.batch.name, "kind": conversation.batch.kind},
@@ -138,14 +139,14 @@ def conversation_payload(conversation: Conversation, *, viewer: User, assignment
     return payload
 
 
-def _rating_payload(rating: Rating | None, is_preference: bool) -> dict:
+def _rating_payload(rating: Rating | None, is_preference: bool) -> dict[str, Any]:
     if is_preference:
         values = {d: getattr(rating, d) if rating else None for d in PREFERENCE_DIMENSIONS}
         return {**values, "comment": rating.comment if rating else ""}
     return {"score": rating.score if rating else None, "comment": rating.comment if rating else ""}
 
 
-def _criteria(is_preference: bool) -> dict:
+def _criteria(is_preference: bool) -> dict[str, list[dict[str, str]]]:
     keys = ("candidate",) if is_preference else ("response", "feedback")
     return {key: [{"name": n, "help": h} for n, h in CRITERIA[key]] for key in keys}
 

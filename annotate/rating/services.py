@@ -24,6 +24,8 @@ from annotate.models import Assignment, Batch, Rating, Turn, User
 MAX_COMMENT_CHARS = 2000
 MAX_SKIP_REASON_CHARS = 300  # Assignment.skip_reason
 MIN_SCORE, MAX_SCORE = 1, 5
+# turn index -> the rating's fields to write (name -> value)
+RatingValues = dict[int, dict[str, object]]
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ def check_request_id(client_request_id: str, final: bool) -> None:
         raise ApplicationError("client_request_id is at most 64 characters.", code="bad_request_id")
 
 
-def already_submitted(existing, client_request_id: str, final: bool) -> bool:
+def already_submitted(existing: Iterable[Rating], client_request_id: str, final: bool) -> bool:
     """True for a replay of the same final submit; Conflict for any other write after the final one."""
     finals = [r for r in existing if r.is_final]
     if not finals:
@@ -79,7 +81,7 @@ def turn_label(index: int) -> str:
     return f"turn {index + 1} (index {index})"
 
 
-def rateable_turns(conversation_id: int, indices) -> dict[int, Turn]:
+def rateable_turns(conversation_id: int, indices: Iterable[int]) -> dict[int, Turn]:
     """The conversation's rateable turns by index; an unknown or unrateable index in ``indices`` is a 400."""
     turns = {t.index: t for t in Turn.objects.filter(conversation_id=conversation_id).only("id", "index", "is_rateable")}
     for index in indices:
@@ -98,7 +100,7 @@ def rateable_turns(conversation_id: int, indices) -> dict[int, Turn]:
     return {index: turn for index, turn in turns.items() if turn.is_rateable}
 
 
-def check_score(value, *, what: str) -> int | None:
+def check_score(value: object, *, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not MIN_SCORE <= value <= MAX_SCORE:
@@ -107,7 +109,9 @@ def check_score(value, *, what: str) -> int | None:
     return value
 
 
-def check_comment(value, *, what: str) -> str:
+def check_comment(value: object, *, what: str) -> str:
+    if value is not None and not isinstance(value, str):
+        raise ApplicationError(f"{what}: the comment must be text, got {value!r}.", code="bad_comment")
     text = (value or "").strip()
     if len(text) > MAX_COMMENT_CHARS:
         raise ApplicationError(f"{what}: the comment is {len(text)} characters; at most {MAX_COMMENT_CHARS}.",
@@ -115,10 +119,11 @@ def check_comment(value, *, what: str) -> str:
     return text
 
 
-def write_ratings(*, annotator: User, turns: dict[int, Turn], values: dict[int, dict], existing: dict[int, Rating],
+def write_ratings(*, annotator: User, turns: dict[int, Turn], values: RatingValues, existing: dict[int, Rating],
                   final: bool, client_request_id: str) -> int:
     """Upsert one rating row per turn index in ``values`` (field name -> value)."""
-    to_create, to_update = [], []
+    to_create: list[Rating] = []
+    to_update: list[Rating] = []
     for index, fields in values.items():
         rating = existing.get(turns[index].id)
         if rating is None:
@@ -153,8 +158,8 @@ def ratings_write(
     indices: Iterable[int],
     client_request_id: str,
     final: bool,
-    check: Callable[[dict[int, Turn]], dict[int, dict]],
-    complete: Callable[[dict[int, Turn], dict[int, Rating], dict[int, dict]], None],
+    check: Callable[[dict[int, Turn]], RatingValues],
+    complete: Callable[[dict[int, Turn], dict[int, Rating], RatingValues], None],
     also: Callable[[], None] | None = None,
 ) -> RatingsSaved:
     """The save path every kind of rating shares, in one transaction on the rater's locked assignment.

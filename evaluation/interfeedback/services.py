@@ -11,14 +11,15 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import connection, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Model, Q, Sum
 from django.utils import timezone
 
 from annotate import queue_contract
 from annotate.jobs.services import job_fail
-from annotate.models import Batch, Job, Session, Task
+from annotate.models import Batch, Job, Session, Task, User
 from evaluation.models import (
     NEVER,
     AnnotatorOutcomeCounter,
@@ -28,6 +29,10 @@ from evaluation.models import (
     outcome_of,
 )
 
+if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
+
+Counter = TypeVar("Counter", OutcomeCounter, AnnotatorOutcomeCounter)
 logger = logging.getLogger(__name__)
 
 
@@ -36,7 +41,7 @@ def _lock_aggregate(batch_id: int) -> BatchAggregate:
     return aggregate
 
 
-def _bump(model, key: dict, delta: int) -> None:
+def _bump(model: type[Counter], key: dict[str, object], delta: int) -> None:
     """Add `delta` to one counter row, creating it if needed (safe: the caller holds the batch lock)."""
     if model.objects.filter(**key).update(count=F("count") + delta):
         return
@@ -105,7 +110,7 @@ def outcome_record(*, session_id: int) -> bool:
 # --- full recompute -------------------------------------------------------------------------------
 
 
-def _table(model) -> str:
+def _table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
@@ -130,7 +135,7 @@ def _counted_select() -> str:
     )
 
 
-def _reconcile_counted(cursor, batch_id: int) -> tuple[int, int]:
+def _reconcile_counted(cursor: CursorWrapper, batch_id: int) -> tuple[int, int]:
     """Make the batch's CountedSession rows equal to its completed sessions, touching only the differences.
 
     Anti-joins instead of delete-all-and-reinsert: a recount where nothing drifted writes nothing. The
@@ -177,7 +182,7 @@ def _reconcile_counted(cursor, batch_id: int) -> tuple[int, int]:
     return removed, len(missing)
 
 
-def _write_counts(model, batch_id: int, fields: tuple[str, ...], wanted: dict[tuple, int]) -> None:
+def _write_counts(model: type[Counter], batch_id: int, fields: tuple[str, ...], wanted: dict[tuple[object, ...], int]) -> None:
     """Make the batch's rows of a counter table equal to `wanted`, writing only the rows that differ.
 
     A changed row is deleted and inserted again: two plain statements, where bulk_update would build a CASE
@@ -200,7 +205,7 @@ def _write_counts(model, batch_id: int, fields: tuple[str, ...], wanted: dict[tu
 _KEY = ("model_config_id", "category", "corrected_round")
 
 
-def _sync_counters(cursor, batch_id: int) -> None:
+def _sync_counters(cursor: CursorWrapper, batch_id: int) -> None:
     """Both counter tables from one GROUP BY over the batch's CountedSession rows."""
     if not OutcomeCounter.objects.filter(batch_id=batch_id).exists():
         _insert_counters(cursor, batch_id)  # first count: nothing to compare with, so let SQL write them
@@ -211,8 +216,8 @@ def _sync_counters(cursor, batch_id: int) -> None:
         .annotate(n=Count("pk"))
         .order_by()
     )
-    overall: dict[tuple, int] = {}
-    by_annotator: dict[tuple, int] = {}
+    overall: dict[tuple[object, ...], int] = {}
+    by_annotator: dict[tuple[object, ...], int] = {}
     for model_config_id, category, corrected_round, annotator_id, n in grouped:
         key = (model_config_id, category, corrected_round)
         overall[key] = overall.get(key, 0) + n
@@ -222,7 +227,7 @@ def _sync_counters(cursor, batch_id: int) -> None:
     _write_counts(AnnotatorOutcomeCounter, batch_id, ("annotator_id", *_KEY), by_annotator)
 
 
-def _insert_counters(cursor, batch_id: int) -> None:
+def _insert_counters(cursor: CursorWrapper, batch_id: int) -> None:
     AnnotatorOutcomeCounter.objects.filter(batch_id=batch_id).delete()
     for model, extra, where in [(OutcomeCounter, (), ""),
                                 (AnnotatorOutcomeCounter, ("annotator_id",), " AND annotator_id IS NOT NULL")]:
@@ -234,7 +239,7 @@ def _insert_counters(cursor, batch_id: int) -> None:
         )
 
 
-def outcome_recompute(*, batch_id: int) -> dict:
+def outcome_recompute(*, batch_id: int) -> dict[str, Any]:
     """Recount every completed session of the batch (repairs any drift of the counters). Returns a report."""
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
@@ -251,7 +256,7 @@ def outcome_recompute(*, batch_id: int) -> dict:
 # --- aggregation jobs -----------------------------------------------------------------------------
 
 
-def recompute_job_create(*, batch: Batch, user=None) -> Job:
+def recompute_job_create(*, batch: Batch, user: User | None = None) -> Job:
     """Queue a full recompute as a Job row; the Celery task is sent once the row is committed.
 
     If the broker cannot be reached the job is marked failed with that reason (never run in the web process).

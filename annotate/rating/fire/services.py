@@ -7,7 +7,14 @@ from collections.abc import Mapping
 
 from annotate.errors import ApplicationError
 from annotate.models import Batch, Rating, Turn, User
-from annotate.rating.services import RatingsSaved, check_comment, check_score, ratings_write, turn_label
+from annotate.rating.services import (
+    RatingsSaved,
+    RatingValues,
+    check_comment,
+    check_score,
+    ratings_write,
+    turn_label,
+)
 
 
 def ratings_save(
@@ -25,17 +32,18 @@ def ratings_save(
     the assignment completes. Repeating a final save with the same ``client_request_id`` changes nothing.
     """
 
-    def check(turns: dict[int, Turn]) -> dict[int, dict]:
-        values = {}
+    def check(turns: dict[int, Turn]) -> RatingValues:
+        values: RatingValues = {}
         for index, entry in scores.items():
             score, comment = entry if isinstance(entry, tuple | list) else (entry, "")
             what = turn_label(index).capitalize()
             values[index] = {"score": check_score(score, what=what), "comment": check_comment(comment, what=what)}
         return values
 
-    def complete(turns: dict[int, Turn], existing: dict[int, Rating], values: dict[int, dict]) -> None:
+    def complete(turns: dict[int, Turn], existing: dict[int, Rating], values: RatingValues) -> None:
         by_turn_id = {turn.id: index for index, turn in turns.items()}
-        merged = {by_turn_id[r.turn_id]: r.score for r in existing.values() if r.turn_id in by_turn_id}
+        merged: dict[int, object] = {by_turn_id[r.turn_id]: r.score for r in existing.values()
+                                     if r.turn_id in by_turn_id}
         merged |= {index: fields["score"] for index, fields in values.items()}
         missing = sorted(index for index in turns if merged.get(index) is None)
         if missing:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from annotate.errors import ApplicationError
 from annotate.models import Batch, Ranking, Rating, Turn, User
-from annotate.rating.services import RatingsSaved, check_comment, check_score, ratings_write
+from annotate.rating.services import RatingsSaved, RatingValues, check_comment, check_score, ratings_write
 
 DIMENSIONS = ("helpfulness", "faithfulness", "ethics")
 _RANKING = re.compile(r"^\s*\d+\s*(?:[>=]\s*\d+\s*)*$")
@@ -50,17 +50,18 @@ def preference_save(
     Final: every candidate needs all three scores and the ranking must be complete; the assignment completes.
     """
 
-    def check(turns: dict[int, Turn]) -> dict[int, dict]:
-        values = {}
+    def check(turns: dict[int, Turn]) -> RatingValues:
+        values: RatingValues = {}
         for index, entry in ratings.items():
             what = f"Candidate {index + 1} (turn index {index})"
-            fields = {d: check_score(entry.get(d), what=f"{what}, {d}") for d in DIMENSIONS if d in entry}
+            fields: dict[str, object] = {d: check_score(entry.get(d), what=f"{what}, {d}")
+                                         for d in DIMENSIONS if d in entry}
             if "reason" in entry:
                 fields["comment"] = check_comment(entry.get("reason"), what=what)
             values[index] = fields
         return values
 
-    def complete(turns: dict[int, Turn], existing: dict[int, Rating], values: dict[int, dict]) -> None:
+    def complete(turns: dict[int, Turn], existing: dict[int, Rating], values: RatingValues) -> None:
         order = sorted(turns)
         by_turn_id = {turn.id: index for index, turn in turns.items()}
         merged = {by_turn_id[r.turn_id]: {d: getattr(r, d) for d in DIMENSIONS} for r in existing.values()
