@@ -95,6 +95,7 @@ def test_final_save_is_idempotent_on_the_request_id(reserved, annotator):
     ({0: (3, "")}, "not_rateable", "Turn 1 (index 0) is not rated"),
     ({9: (3, "")}, "unknown_turn", "Turn index 9 does not exist in this conversation (it has 4 turns, indices 0-3)"),
     ({1: (3, "x" * 2001)}, "comment_too_long", "the comment is 2001 characters"),
+    ({1: (3, 7)}, "bad_comment", "Turn 2 (index 1): the comment must be text, got 7"),
 ])
 def test_bad_scores_are_refused_with_a_clear_message(reserved, annotator, scores, code, text):
     _, conversation = reserved
