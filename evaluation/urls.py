@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from evaluation.bench import views as bench_pages
+from evaluation.bench import views as bench_views
 from evaluation.exports import views as export_views
 from evaluation.fire import views as fire_views
 from evaluation.interfeedback import views
@@ -12,13 +12,13 @@ from evaluation.quality import views as quality_views
 urlpatterns = [
     path("", views.researcher_home, name="researcher-home"),
     # InterFeedback-Bench runs: start, watch, cancel, resume; Tables 1/2
-    path("bench/", bench_pages.bench_runs_page, name="bench-runs-page"),
-    path("bench/<int:run_id>/", bench_pages.bench_run_page, name="bench-run-page"),
-    path("bench/<int:run_id>/compare/", bench_pages.bench_compare_page, name="bench-compare-page"),
-    path("bench/<int:run_id>/prompts.json", bench_pages.bench_run_prompts, name="bench-run-prompts"),
-    path("bench/<int:run_id>/table.<str:fmt>", bench_pages.bench_run_table_download, name="bench-run-table"),
-    path("bench/<int:run_id>/compare.<str:fmt>", bench_pages.bench_compare_download, name="bench-compare-download"),
-    path("bench/<int:run_id>/<str:action>/", bench_pages.bench_run_action, name="bench-run-action"),
+    path("bench/", bench_views.bench_runs_page, name="bench-runs-page"),
+    path("bench/<int:run_id>/", bench_views.bench_run_page, name="bench-run-page"),
+    path("bench/<int:run_id>/compare/", bench_views.bench_compare_page, name="bench-compare-page"),
+    path("bench/<int:run_id>/prompts.json", bench_views.bench_run_prompts, name="bench-run-prompts"),
+    path("bench/<int:run_id>/table.<str:fmt>", bench_views.bench_run_table_download, name="bench-run-table"),
+    path("bench/<int:run_id>/compare.<str:fmt>", bench_views.bench_compare_download, name="bench-compare-download"),
+    path("bench/<int:run_id>/<str:action>/", bench_views.bench_run_action, name="bench-run-action"),
     path("batches/<int:batch_id>/", views.batch_report, name="research-report"),
     path("batches/<int:batch_id>/recompute/", views.batch_recompute, name="research-recompute"),
     path("batches/<int:batch_id>/export/<str:name>.<str:fmt>", export_views.batch_export, name="research-export"),
