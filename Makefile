@@ -1,5 +1,6 @@
 # Feedback Lab: `make demo` runs the app on this machine, `make test` runs the whole suite.
 PYTHON ?= python3
+PORT ?= 8000
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -21,10 +22,11 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # Demo: SQLite, embedded Redis, offline models. DEBUG=1 only because it serves on 127.0.0.1 for one person.
+# `make demo PORT=8123` serves it on another port.
 demo: install
 	DEBUG=1 $(PY) manage.py migrate --no-input
 	DEBUG=1 $(PY) manage.py demo_setup
-	DEBUG=1 $(PY) manage.py run_demo
+	DEBUG=1 $(PY) manage.py run_demo --port $(PORT)
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || \
@@ -44,10 +46,11 @@ test-fast: install
 	$(PY) -m pytest -m "not browser and not e2e"
 
 # Static checks, as CI runs them: ruff, then mypy (files and strictness come from pyproject.toml, so a bare
-# `mypy` agrees), then the import contracts once pyproject.toml declares them.
+# `DEBUG=1 mypy` agrees; DEBUG only lets the Django plugin load the settings without a SECRET_KEY), then the import
+# contracts once pyproject.toml declares them.
 lint: install
 	$(VENV)/bin/ruff check annotate evaluation models_runtime tests benchmarks
-	$(VENV)/bin/mypy
+	DEBUG=1 $(VENV)/bin/mypy
 	if grep -q '^\[tool.importlinter\]' pyproject.toml; then $(VENV)/bin/lint-imports; fi
 
 clean:

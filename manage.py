@@ -4,7 +4,7 @@ import sys
 
 
 def main():
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.config.settings")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

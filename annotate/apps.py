@@ -6,4 +6,4 @@ class AnnotateConfig(AppConfig):
     verbose_name = "Annotation"
 
     def ready(self):
-        from annotate import checks  # noqa: F401  (registers system checks)
+        from annotate.config import checks  # noqa: F401  (registers system checks)

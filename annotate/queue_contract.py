@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import current_app
+
 ROUND_GENERATE = "annotate.tasks.round_generate"
 ROUNDS_REAP_STALLED = "annotate.tasks.rounds_reap_stalled"
 BATCH_IMPORT = "annotate.tasks.batch_import_job"
@@ -27,7 +29,8 @@ EXPORT_FILES_EXPIRE = "evaluation.tasks.export_files_expire"
 
 def send_task(name: str, *, args: list[Any], **options: Any) -> None:
     """Queue task ``name`` (Celery's ``send_task``: options as ``apply_async``'s, e.g. queue, time limits).
-    Raises what the broker client raises when the broker cannot be reached."""
-    from annotate.celery import app
+    Raises what the broker client raises when the broker cannot be reached.
 
-    app.send_task(name, args=args, **options)
+    Celery's current app is the project's in every thread (annotate.config.celery makes it the default when the
+    annotate package loads), so this contract needs nothing from the wiring above it."""
+    current_app.send_task(name, args=args, **options)

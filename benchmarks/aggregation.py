@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.config.settings")
 os.environ.setdefault("SECRET_KEY", "benchmark-only-secret-key")
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
@@ -42,7 +42,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from annotate.importkit.bulk import copy_from_text  # noqa: E402
 from annotate.models import Batch, ModelConfig, Round, Session, Task, User  # noqa: E402
-from evaluation import services  # noqa: E402
+from evaluation.interfeedback import services  # noqa: E402
 from evaluation.models import AnnotatorOutcomeCounter, BatchAggregate, CountedSession, OutcomeCounter  # noqa: E402
 
 BATCH_NAME = "bench-aggregation"

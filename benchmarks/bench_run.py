@@ -138,7 +138,7 @@ def main() -> None:
     with scratch_run_environment(args.database_url, "benchrun_bench") as (env, var_dir, procs):
         from annotate.bench import services
         from annotate.models import Batch, Round
-        from evaluation.bench import bench_paper_table
+        from evaluation.bench.tables import bench_paper_table
 
         receivers, providers = create_data(args)
         procs.append(start_bench_worker(env, var_dir, args.concurrency))

@@ -127,7 +127,7 @@ def main() -> None:
     try:
         import django
 
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.config.settings")
         django.setup()
         from django.core.management import call_command
 

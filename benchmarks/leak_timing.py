@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.config.settings")
 os.environ.setdefault("SECRET_KEY", "benchmark-only-secret-key")
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
 os.environ.setdefault("LOG_LEVEL", "ERROR")

@@ -129,7 +129,7 @@ def configure(database_url: str, var_dir: Path) -> dict:
         "LOG_LEVEL": "WARNING",
         "SESSION_COOKIE_SECURE": "0",
         "CSRF_COOKIE_SECURE": "0",
-        "DJANGO_SETTINGS_MODULE": "annotate.settings",
+        "DJANGO_SETTINGS_MODULE": "annotate.config.settings",
         "PYTHONUNBUFFERED": "1",
     }
     os.environ.update(env)
@@ -236,12 +236,12 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
     logs.mkdir(parents=True, exist_ok=True)
     port = free_port()
     if args.server == "uvicorn":
-        web = [sys.executable, "-m", "uvicorn", "annotate.asgi:application", "--host", "127.0.0.1", "--port",
+        web = [sys.executable, "-m", "uvicorn", "annotate.config.asgi:application", "--host", "127.0.0.1", "--port",
                str(port), "--workers", str(args.web_workers), "--no-access-log", "--log-level", "warning",
                "--lifespan", "off"]
         described = f"uvicorn (ASGI), {args.web_workers} worker processes"
     else:
-        web = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"]
+        web = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.config.asgi:application"]
         described = "daphne (ASGI), 1 process"
     # The web processes share a small pool of connections each (as in production: DB_POOL_MAX_SIZE).
     procs = [subprocess.Popen(web, cwd=ROOT, env={**env, "DB_POOL_MAX_SIZE": str(args.pool), "DB_CONN_MAX_AGE": "0"},

@@ -58,7 +58,7 @@ def parse_args() -> argparse.Namespace:
 def configure_environment(var_dir: Path, database_url: str) -> None:
     """Before Django loads settings: a private var dir, no DEBUG, cookies over plain http on 127.0.0.1."""
     os.environ.update({
-        "DJANGO_SETTINGS_MODULE": "annotate.settings",
+        "DJANGO_SETTINGS_MODULE": "annotate.config.settings",
         "FEEDBACK_LAB_VAR_DIR": str(var_dir),
         "SECRET_KEY": "benchmark-only-secret-key",
         "DEBUG": "0",
@@ -108,7 +108,7 @@ def start_worker(log: Path, queues: list[str], torch_threads: int) -> subprocess
 
 def wait_worker_ready(process: subprocess.Popen, queues: list[str], log: Path, timeout: float = 60) -> None:
     """Ask the worker over the broker which queues it consumes (its log is quiet at WARNING)."""
-    from annotate.celery import app
+    from annotate.config.celery import app
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -12,7 +12,7 @@ The first three are derived data, rebuilt by a recompute. Their foreign keys hav
 index of their own (Django still cascades deletes; the composite indexes lead with `batch`): on 250k sessions the
 per-row constraint checks and three extra indexes would triple the time to rebuild them.
 
-Writes live in evaluation/services.py.
+Writes live in evaluation/interfeedback/services.py.
 """
 
 from __future__ import annotations

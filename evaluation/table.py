@@ -1,4 +1,4 @@
-"""The table type every report builds: plain data, rendered by evaluation.exporters.
+"""The table type every report builds: plain data, rendered by evaluation.exports.renderers.
 
 Cells are already-rounded values: `Decimal` prints exactly as rounded (21.3, never 21.299999),
 `None` marks an undefined cell and prints as "-" in the text formats (null in JSON).

@@ -98,7 +98,7 @@ def sent_tasks(monkeypatch):
 def fire_batch(db, tmp_path):
     """The two-conversation sample imported with 3 raters per conversation."""
     from annotate.imports.batches import import_fire
-    from tests.annotate.fire.fire_data import write_sample
+    from tests.annotate.rating.fire.fire_data import write_sample
 
     path, images = write_sample(tmp_path)
     report = import_fire(path, name="fire-sample", images=images, overlap=3)

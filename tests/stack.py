@@ -57,7 +57,7 @@ def free_port() -> int:
 
 def start_worker(log: Path, name: str = "test", concurrency: int = 2, queues: str = WORKER_QUEUES,
                  pool: str = "prefork", **env) -> subprocess.Popen:
-    from annotate.celery import WORKER_OPTIONS
+    from annotate.config.celery import WORKER_OPTIONS
 
     # A process group of its own, so a test can kill the worker with its pool children at once.
     return subprocess.Popen(
@@ -86,7 +86,7 @@ def wait_worker_ready(log: Path, timeout: float = 60) -> None:
 
 def start_web(log: Path, port: int, **env) -> subprocess.Popen:
     process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.asgi:application"],
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.config.asgi:application"],
         cwd=ROOT, env=child_env(**env), stdout=log.open("ab"), stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 60

@@ -1,4 +1,4 @@
-"""docker/compose.yaml's optional vLLM profile is wired the way the README tells an operator to use it: off unless
+"""docker/compose.yaml's optional vLLM profile is wired the way docs/operations/deployment.md tells an operator to use it: off unless
 asked for, a local checkpoint on a GPU, and an OpenAI-compatible endpoint the default worker's `openai` rounds
 reach with the key the app is given. (No GPU or image pull here: this checks the file, not a running server.)"""
 
@@ -39,7 +39,7 @@ def test_vllm_serves_a_mounted_checkpoint_on_a_gpu_in_bf16_without_downloading()
 def test_the_openai_rounds_reach_it_with_the_key_the_app_is_given():
     found = services()
     command = found["vllm"]["command"]
-    assert argument(command, "--port") == "8000"  # the README's base_url http://vllm:8000/v1
+    assert argument(command, "--port") == "8000"  # the base_url docs/operations/deployment.md gives http://vllm:8000/v1
     assert argument(command, "--api-key") == "${VLLM_API_KEY:-feedbacklab}"
     assert found["worker"]["environment"]["VLLM_API_KEY"] == "${VLLM_API_KEY:-feedbacklab}"
     assert "model.openai" in argument(found["worker"]["command"], "-Q").split(",")

@@ -201,7 +201,3 @@ def _upload_remove(path: Path) -> None:
     if folder.parent == Path(django_settings.MEDIA_ROOT) / UPLOAD_DIR:
         shutil.rmtree(folder, ignore_errors=True)
 
-
-def import_job_fail(*, job_id: int, message: str) -> None:
-    Job.objects.filter(pk=job_id).exclude(status=Job.Status.SUCCEEDED).update(
-        status=Job.Status.FAILED, error=message, message="Failed", finished_at=timezone.now())

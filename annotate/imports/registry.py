@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from annotate.fire.importers.fire import FireImporter
 from annotate.importkit.common import ImportContext, Importer, ImportReport, Problem
-from annotate.preference.importer import PreferenceImporter
+from annotate.rating.fire.importer import FireImporter
+from annotate.rating.preference.importer import PreferenceImporter
 from annotate.sessions.importers.interfeedback import InterFeedbackImporter
 from annotate.sessions.importers.rows import RowsImporter
 

@@ -7,6 +7,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from annotate import queue_contract
 from annotate.imports import jobs as import_jobs
+from annotate.jobs.services import job_fail
 
 
 @shared_task(name=queue_contract.BATCH_IMPORT, acks_late=True, reject_on_worker_lost=True)
@@ -15,4 +16,4 @@ def batch_import_job(job_id: int) -> None:
     try:
         import_jobs.import_job_run(job_id=job_id)
     except SoftTimeLimitExceeded:
-        import_jobs.import_job_fail(job_id=job_id, message="The import took too long and was stopped; nothing was written.")
+        job_fail(job_id=job_id, error="The import took too long and was stopped; nothing was written.")

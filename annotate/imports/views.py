@@ -2,37 +2,22 @@
 
 from __future__ import annotations
 
-from functools import wraps
-
 from django import forms
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
 from django.shortcuts import redirect, render
 
-from annotate.errors import ApplicationError, NotFound
+from annotate.errors import ApplicationError
 from annotate.imports.jobs import import_job_create
 from annotate.imports.registry import IMPORTERS
 from annotate.imports.selectors import import_job_get, import_jobs_recent
 from annotate.jobs.serializers import JobSerializer
 from annotate.models import ModelConfig, User
+from annotate.people.access import admin_required
 
 KIND_HELP = {
     "interfeedback": "InterFeedback tasks: tasks.jsonl, or a zip with tasks.jsonl + images/",
     "fire": "FIRE conversations: the released JSON (list) or JSONL, in a zip with its images",
     "rows": "Benchmark rows: JSONL, CSV or Parquet (alone or zipped with images); map the columns below",
 }
-
-
-def admin_required(view):
-    @login_required
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_admin_role:
-            raise PermissionDenied("Only admins may import batches.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 class ImportForm(forms.Form):
@@ -87,7 +72,7 @@ class ImportForm(forms.Form):
     update = forms.BooleanField(required=False, help_text="Replace tasks whose content changed")
 
 
-@admin_required
+@admin_required(message="Only admins may import batches.")
 def import_new(request):
     form = ImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
@@ -118,10 +103,7 @@ def import_new(request):
     return render(request, "annotate/import_new.html", {"form": form, "jobs": import_jobs_recent()}, status=status)
 
 
-@admin_required
+@admin_required(message="Only admins may import batches.")
 def import_job_page(request, job_id: int):
-    try:
-        job = import_job_get(job_id)
-    except NotFound:
-        raise Http404("Import job not found") from None
+    job = import_job_get(job_id)  # NotFound: the 404 page (admin_required)
     return render(request, "annotate/import_job.html", {"job": job, "payload": JobSerializer(job).data})

@@ -27,7 +27,7 @@ def job_for_user(user: User, job_id: int) -> Job:
 def _may_read(user: User, job: Job) -> bool:
     if user.is_admin_role or job.created_by_id == user.id:
         return True
-    return job.batch_id is not None and job.batch.members.filter(pk=user.pk).exists()
+    return job.batch is not None and job.batch.members.filter(pk=user.pk).exists()
 
 
 def job_is_finished(job: Job) -> bool:

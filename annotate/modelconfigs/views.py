@@ -19,7 +19,8 @@ from annotate.modelconfigs import services
 from annotate.modelconfigs.check import model_config_check
 from annotate.modelconfigs.selectors import model_config_get, model_configs_list
 from annotate.models import Job, ModelConfig
-from annotate.people.pages import admin_required, form_add_problems
+from annotate.people.access import admin_required
+from annotate.people.pages import form_add_problems
 
 SETTINGS_HELP = ('JSON. openai: {"base_url": "http://vllm:8000/v1", "model": "...", "api_key_env": "VLLM_API_KEY"} '
                  '(the NAME of an environment variable, never the key), or "endpoints": [{"base_url": ...}, ...] '

@@ -1,26 +1,11 @@
-"""What the setup pages (people, models, tokens) share: the admins-only rule and service errors shown beside the
-form fields they name."""
+"""What the setup pages (people, models, tokens) share: service errors shown beside the form fields they name
+(the admins-only rule is annotate.people.access.admin_required)."""
 
 from __future__ import annotations
 
-from functools import wraps
-
 from django import forms
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 
 from annotate.errors import InvalidFields
-
-
-def admin_required(view):
-    @login_required
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_admin_role:
-            raise PermissionDenied("Only admins may set up models and people.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 def form_add_problems(form: forms.Form, error: InvalidFields) -> None:

@@ -150,7 +150,7 @@ def token_issue(*, user: User) -> str:
         raise ApplicationError(f"{user.username!r} is deactivated and cannot have an API token.")
     with transaction.atomic():
         Token.objects.filter(user=user).delete()
-        return Token.objects.create(user=user).key
+        return str(Token.objects.create(user=user).key)
 
 
 def token_revoke(*, user: User) -> bool:

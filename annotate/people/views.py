@@ -18,7 +18,8 @@ from django.views.decorators.http import require_POST
 from annotate.errors import ApplicationError, InvalidFields, NotFound
 from annotate.models import User
 from annotate.people import selectors, services
-from annotate.people.pages import admin_required, form_add_problems
+from annotate.people.access import admin_required
+from annotate.people.pages import form_add_problems
 from annotate.people.rows import person_rows_from_csv
 
 CSV_HELP = "A header line with username and, if you like, email, first_name, last_name; then one person a line."

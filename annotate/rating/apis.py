@@ -8,14 +8,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotate.assignments import assignment_renew
-from annotate.fire import services as rating_services
-from annotate.fire.selectors import (
+from annotate.models import Assignment
+from annotate.rating import services as rating_services
+from annotate.rating.fire import services as fire_services
+from annotate.rating.preference import services as preference_services
+from annotate.rating.selectors import (
     access_conversation,
     conversation_for_rating,
     conversation_payload,
 )
-from annotate.models import Assignment
-from annotate.preference import services as preference_services
 from annotate.server.api_schema import UrlPathField, errors
 
 ConversationSerializer = inline_serializer(
@@ -124,7 +125,7 @@ class ConversationRatingsApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         conversation_for_rating(request.user, conversation_id)
-        result = rating_services.ratings_save(
+        result = fire_services.ratings_save(
             annotator=request.user,
             conversation_id=conversation_id,
             scores={row["turn"]: (row["score"], row["comment"]) for row in data.validated_data["ratings"]},

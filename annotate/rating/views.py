@@ -11,22 +11,23 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
-from annotate.errors import ApplicationError, NotFound
-from annotate.fire.selectors import PREFERENCE_DIMENSIONS, access_conversation
-from annotate.fire.services import MAX_SKIP_REASON_CHARS, conversation_skip, ratings_save
+from annotate.errors import ApplicationError
 from annotate.models import Batch
-from annotate.preference.services import preference_save
+from annotate.people.access import signed_in
 from annotate.queue.selectors import assignment_page_url
 from annotate.queue.services import assignment_next
 from annotate.queue.views import home_saying_why_nothing
 from annotate.rating.apis import viewer_payload
+from annotate.rating.fire.services import ratings_save
+from annotate.rating.preference.services import preference_save
+from annotate.rating.selectors import PREFERENCE_DIMENSIONS, access_conversation
+from annotate.rating.services import MAX_SKIP_REASON_CHARS, conversation_skip
 from annotate.server.markdown import markdown_to_html
 
 ROLE_LABELS = {"student": "Student", "teacher": "Teacher", "model": "Candidate"}
@@ -66,12 +67,9 @@ def _page(request, conversation, assignment, *, error: str = "", skip_error: str
     return render(request, "annotate/fire_rate.html", context, status=status)
 
 
-@login_required
+@signed_in
 def fire_rate_page(request, conversation_id: int):
-    try:
-        conversation, assignment = access_conversation(request.user, conversation_id)
-    except NotFound:
-        raise Http404("Conversation not found") from None
+    conversation, assignment = access_conversation(request.user, conversation_id)
     if request.method == "POST":
         if assignment is None:
             raise PermissionDenied(gettext("Only the annotator this conversation is assigned to can rate it."))
@@ -85,14 +83,11 @@ def fire_rate_page(request, conversation_id: int):
     return _page(request, conversation, assignment)
 
 
-@login_required
+@signed_in
 @require_POST
 def fire_skip(request, conversation_id: int):
     """Skip with a reason (the page's skip form without JavaScript), then straight to the next item."""
-    try:
-        conversation, assignment = access_conversation(request.user, conversation_id)
-    except NotFound:
-        raise Http404("Conversation not found") from None
+    conversation, assignment = access_conversation(request.user, conversation_id)
     if assignment is None:
         raise PermissionDenied(gettext("Only the annotator this conversation is assigned to can skip it."))
     reason = request.POST.get("reason", "")
@@ -132,13 +127,10 @@ def _save_form(request, conversation, *, final: bool) -> None:
                      client_request_id=crid, final=final)
 
 
-@login_required
+@signed_in
 def conversation_image(request, conversation_id: int):
     """A conversation's image, only for people who may see the conversation."""
-    try:
-        conversation, _ = access_conversation(request.user, conversation_id)
-    except NotFound:
-        raise Http404("Image not found") from None
+    conversation, _ = access_conversation(request.user, conversation_id)
     if conversation.image is None:
         raise Http404("This conversation has no image")
     response = FileResponse(conversation.image.file.open("rb"), content_type=conversation.image.mime)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch
+from django.db.models import Count, Prefetch, QuerySet
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -28,7 +28,7 @@ _IMAGE_HASHES = PreparedQuery(
 )
 
 
-def sessions_with_rounds():
+def sessions_with_rounds() -> QuerySet[Session]:
     """Sessions with task, model, annotator, ordered rounds and images loaded (no N+1 in pages or exports)."""
     return sessions_with_task().select_related("annotator").prefetch_related(
         Prefetch("rounds", queryset=Round.objects.order_by("index")),
@@ -173,12 +173,6 @@ def session_for_annotator(user: User, session_id: int) -> Session:
     if session is None:
         raise NotFound(_("Session %(id)s does not exist or is not yours.") % {"id": session_id})
     return session
-
-
-def _how_it_ended(session: Session) -> str:
-    """An abandoned session was either skipped by its annotator or left until its lease ran out."""
-    skipped = Assignment.objects.filter(pk=session.assignment_id, status=Assignment.Status.SKIPPED).exists()
-    return "skipped" if skipped else "expired"
 
 
 WORK_NOUNS = {Batch.Kind.INTERFEEDBACK: gettext_lazy("InterFeedback sessions"),

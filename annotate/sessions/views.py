@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
 from django.shortcuts import render
 from django.utils.translation import gettext_noop
 
-from annotate.errors import NotFound
 from annotate.models import ImageBlob, Session, Task
+from annotate.people.access import signed_in
 from annotate.server.markdown import markdown_to_html
 from annotate.sessions.selectors import access_session, item_progress, session_snapshot
 
@@ -21,12 +20,9 @@ SKIP_REASONS = (
 )
 
 
-@login_required
+@signed_in
 def session_page(request, session_id: int):
-    try:
-        session = access_session(request.user, session_id)
-    except NotFound:
-        raise Http404("Session not found") from None
+    session = access_session(request.user, session_id)
     return render(
         request,
         "annotate/session.html",
@@ -37,7 +33,7 @@ def session_page(request, session_id: int):
     )
 
 
-@login_required
+@signed_in
 def task_image(request, sha256: str):
     """Task images are served only to people who may see a task showing them."""
     blob = ImageBlob.objects.filter(sha256=sha256).first()

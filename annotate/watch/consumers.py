@@ -11,9 +11,19 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from annotate.watch.selectors import batch_dashboard, dashboard_batch_for
+from annotate.errors import NotFound, PermissionDenied
+from annotate.people.access import batch_for_researcher
+from annotate.watch.selectors import batch_dashboard
 
 CLOSE_NOT_ALLOWED = 4403
+
+
+def _watchable_batch(user, batch_id: int):
+    """The batch if the user may watch it (the pages' rule, annotate.people.access), else None."""
+    try:
+        return batch_for_researcher(user, batch_id)
+    except (NotFound, PermissionDenied):
+        return None
 
 
 def _changed_part(snapshot: dict) -> dict:
@@ -26,7 +36,7 @@ class DashboardConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
         batch_id = int(self.scope["url_route"]["kwargs"]["batch_id"])
-        self.batch = await database_sync_to_async(dashboard_batch_for)(user, batch_id) if user else None
+        self.batch = await database_sync_to_async(_watchable_batch)(user, batch_id) if user else None
         if self.batch is None:  # not signed in, not a researcher, or not a member: the same answer
             await self.close(code=CLOSE_NOT_ALLOWED)
             return

@@ -8,22 +8,15 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
+from celery import current_app
 from django.db.models import Count, F, Sum, Value
 from django.db.models.functions import Least, TruncHour
 from django.utils import timezone
 
-from annotate.models import Assignment, Batch, LeakWarning, ModelConfig, Round, User, WorkItem
+from annotate.models import Assignment, Batch, LeakWarning, ModelConfig, Round, WorkItem
 
 HOURS_SHOWN = 24  # sessions per hour and the progress plot cover the last day
 PACE_HOURS = 3  # the ETA assumes the pace of the last hours goes on
-
-
-def dashboard_batch_for(user: User, batch_id: int) -> Batch | None:
-    """The batch if the user may watch it (admins; researchers who are members); None otherwise."""
-    if not user.is_authenticated or not user.is_researcher_role:
-        return None
-    batches = Batch.objects.all() if user.is_admin_role else Batch.objects.filter(members=user)
-    return batches.filter(pk=batch_id).first()
 
 
 def _progress(rows, key: str) -> list[dict[str, Any]]:
@@ -44,12 +37,10 @@ def _totals(parts: list[dict[str, Any]]) -> dict[str, int]:
 def _queue_depths(models: list[ModelConfig]) -> list[dict[str, Any]]:
     """Messages waiting in each model queue, asked of the broker through Celery's connection (any broker URL the
     workers use); None when the broker cannot be asked."""
-    from annotate.celery import app
-
     names = sorted({m.queue_name for m in models})
     depths: list[int | None] = []
     try:
-        with app.connection_for_read() as connection:
+        with current_app.connection_for_read() as connection:
             connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=1)
             channel = connection.default_channel
             for name in names:

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
 from django.shortcuts import render
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.errors import NotFound
-from annotate.errors import PermissionDenied as DomainPermissionDenied
+from annotate.people.access import batch_for_researcher, researcher_required
 from annotate.server.api_schema import errors
 from annotate.watch.plot import progress_svg
-from annotate.watch.selectors import batch_dashboard, dashboard_batch_for
+from annotate.watch.selectors import batch_dashboard
 
 
-@login_required
+@researcher_required
 def dashboard_page(request, batch_id: int):
-    if not request.user.is_researcher_role:
-        raise PermissionDenied("Researchers only")
-    batch = dashboard_batch_for(request.user, batch_id)
-    if batch is None:
-        raise Http404("No such batch, or you are not a member of it.")
+    batch = batch_for_researcher(request.user, batch_id)
     snapshot = batch_dashboard(batch)
     return render(request, "annotate/dashboard.html", {
         "batch": batch, "dashboard": snapshot, "plot": progress_svg(snapshot),
@@ -39,9 +31,5 @@ class BatchDashboardApi(APIView):
         **errors(403, 404, e404="No such batch, or not a member")},
         summary="A batch's live study dashboard (the page receives the same over its WebSocket)", tags=["research"])
     def get(self, request, batch_id: int):
-        if not request.user.is_researcher_role:
-            raise DomainPermissionDenied("Only researchers and admins can watch a batch.")
-        batch = dashboard_batch_for(request.user, batch_id)
-        if batch is None:
-            raise NotFound(f"Batch {batch_id} does not exist or you are not a member of it.")
+        batch = batch_for_researcher(request.user, batch_id)
         return Response(batch_dashboard(batch))

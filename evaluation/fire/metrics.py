@@ -8,7 +8,7 @@ Input shapes
 - Human ratings: ``(item_id, rater_id, score)`` triples for agreement; ``(group_key, score)`` pairs for means,
   where the key is anything hashable (a split, a source, a turn index, a turn kind, or a tuple of them).
 
-Decisions (FIRE, Li et al. 2024, §3.4.1 quoted; the README's "FIRE metrics: decisions" says the same)
+Decisions (FIRE, Li et al. 2024, §3.4.1 quoted; docs/decisions/fire-metrics.md says the same)
 FIRE's repository (github.com/MM-FIRE/FIRE) has the fixed-dialogue evaluation (``llava/eval/eval_feedback.py``,
 ``analyze_feedback.py``) and a free-dialogue runner (``llava/eval/model_fire_chat_loader.py``), but not the
 computation of AT, ADR, ATR and RR: those follow the paper's formulas.
@@ -63,7 +63,7 @@ from typing import Literal
 
 import numpy as np
 
-from evaluation.metrics import ConfidenceInterval, exact_fraction, percentile_interval, round_half_up
+from evaluation.stats import ConfidenceInterval, exact_fraction, percentile_interval, round_half_up
 from evaluation.table import Cell, Table
 
 Number = int | float | Fraction

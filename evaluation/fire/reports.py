@@ -35,7 +35,7 @@ from evaluation.fire.metrics import (
     pairwise_weighted_kappa,
     summarize_ratings,
 )
-from evaluation.metrics import round_half_up
+from evaluation.stats import round_half_up
 from evaluation.table import Table
 
 SCALE = [1, 2, 3, 4, 5]

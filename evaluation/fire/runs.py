@@ -11,7 +11,7 @@ from annotate.bench.fire_parsing import UNPARSED_SCORE, fixed_dialogue_reading
 from annotate.bench.selectors import run_providers, run_receivers
 from annotate.models import BenchRun, Conversation, FireRunTurn
 from evaluation.fire.metrics import bleu_scores, cider_d, free_dialogue_metrics, mean_absolute_error
-from evaluation.metrics import round_half_up
+from evaluation.stats import round_half_up
 from evaluation.table import Cell, Table
 
 DIGITS = 2

@@ -11,16 +11,20 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotate.people.access import batch_for_researcher
 from annotate.server.api_schema import file_download
-from evaluation import selectors
-from evaluation.apis import ERRORS, FileContentNegotiation, TableDocumentSerializer
+from evaluation.exports.responses import (
+    ERRORS,
+    FileContentNegotiation,
+    TableDocumentSerializer,
+    export_response,
+)
 from evaluation.preference.reports import (
     PREFERENCE_FORMATS,
     PREFERENCE_TABLES,
     preference_export,
     preference_report,
 )
-from evaluation.responses import export_response
 
 
 def _exports(batch_id: int) -> dict[str, list[str]]:
@@ -36,7 +40,7 @@ class BatchPreferenceReportApi(APIView):
         tags=["research"],
     )
     def get(self, request, batch_id: int):
-        batch = selectors.batch_for_researcher(request.user, batch_id)
+        batch = batch_for_researcher(request.user, batch_id)
         report = preference_report(batch)
         return Response({**report.as_dict(), "exports": _exports(batch.id),
                          "page": reverse("research-preferences", args=[batch.id])})
@@ -57,5 +61,5 @@ class BatchPreferenceTableApi(APIView):
         tags=["research"],
     )
     def get(self, request, batch_id: int, name: str, fmt: str):
-        batch = selectors.batch_for_researcher(request.user, batch_id)
+        batch = batch_for_researcher(request.user, batch_id)
         return export_response(request, preference_export(batch, name, fmt))

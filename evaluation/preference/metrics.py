@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 
 from evaluation.fire.metrics import krippendorff_alpha, pairwise_weighted_kappa
-from evaluation.metrics import ConfidenceInterval, percentile_interval
+from evaluation.stats import ConfidenceInterval, percentile_interval
 
 OUTCOMES = (-1, 0, 1)  # B preferred < tie < A preferred: an ordinal scale
 _BOOTSTRAP_CELLS = 4_000_000  # resamples x items held at once (32 MB of float64)

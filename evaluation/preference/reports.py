@@ -16,11 +16,10 @@ from decimal import Decimal
 
 from annotate.errors import ApplicationError, NotFound
 from annotate.models import Batch
-from annotate.preference.services import DIMENSIONS
-from evaluation.exporters.tables import render, to_json
-from evaluation.exports import CONTENT_TYPES, Export, export_filename
+from annotate.rating.preference.services import DIMENSIONS
+from evaluation.exports.registry import CONTENT_TYPES, Export, export_filename
+from evaluation.exports.renderers.tables import render, to_json
 from evaluation.fire.metrics import summarize_ratings
-from evaluation.metrics import ConfidenceInterval, percent, round_half_up
 from evaluation.preference.metrics import (
     label_order,
     pair_judgments,
@@ -28,6 +27,7 @@ from evaluation.preference.metrics import (
     preference_agreement,
 )
 from evaluation.preference.selectors import MODELS_FIELD, PreferenceData, preference_data
+from evaluation.stats import ConfidenceInterval, percent, round_half_up
 from evaluation.table import Table
 
 PREFERENCE_FORMATS = ("csv", "md", "json", "tex")

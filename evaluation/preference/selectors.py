@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from annotate.errors import ApplicationError
 from annotate.models import Batch, Conversation, Ranking, Rating, Turn
-from annotate.preference.services import DIMENSIONS, ranking_parse
+from annotate.rating.preference.services import DIMENSIONS, ranking_parse
 from evaluation.preference.metrics import RankedJudgment
 
 MODELS_FIELD = "models"
@@ -35,7 +35,8 @@ class CandidateScore:
     ethics: int | None
 
     def value(self, dimension: str) -> int | None:
-        return getattr(self, dimension)
+        value: int | None = getattr(self, dimension)
+        return value
 
 
 @dataclass
@@ -55,7 +56,7 @@ class PreferenceData:
         return len({j.rater for j in self.judgments} | {s.rater for s in self.scores})
 
 
-def _named_models(metadata: dict) -> object:
+def _named_models(metadata: dict[str, Any]) -> object:
     """The importer keeps a checked list under "models"; batches imported before it knew the field have it among
     the extra fields."""
     metadata = metadata or {}

@@ -7,15 +7,15 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from annotate.errors import ApplicationError
-from evaluation import selectors
+from annotate.people.access import batch_for_researcher, researcher_required
+from evaluation.exports.renderers.html import html_table
+from evaluation.exports.responses import export_response
 from evaluation.preference.reports import (
     PREFERENCE_FORMATS,
     PREFERENCE_TABLES,
     preference_export,
     preference_report,
 )
-from evaluation.responses import export_response
-from evaluation.views import html_table, researcher_required
 
 TABLE_HEADINGS = {
     "pairs": "Pairwise preferences",
@@ -33,7 +33,7 @@ TABLE_EMPTY = {
 
 @researcher_required
 def preference_report_page(request, batch_id: int):
-    batch = selectors.batch_for_researcher(request.user, batch_id)
+    batch = batch_for_researcher(request.user, batch_id)
     context = {"batch": batch, "api_url": reverse("api-batch-preferences", args=[batch.id])}
     try:
         report = preference_report(batch)
@@ -53,7 +53,7 @@ def preference_report_page(request, batch_id: int):
 
 @researcher_required
 def preference_export_download(request, batch_id: int, name: str, fmt: str):
-    batch = selectors.batch_for_researcher(request.user, batch_id)
+    batch = batch_for_researcher(request.user, batch_id)
     try:
         export = preference_export(batch, name, fmt)
     except ApplicationError as failure:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db.models import Count, OuterRef, Q, Subquery
@@ -142,6 +143,8 @@ def batch_quality(batch: Batch) -> BatchQuality:
     session_owner: dict[int, int] = {}
     all_typing: list[int] = []
     for annotator_id, session_id, ms in typing.iterator(chunk_size=5000):
+        if ms is None:  # the query leaves these out; for the type checker
+            continue
         per_annotator[annotator_id].append(ms)
         per_session[session_id] += ms
         session_owner[session_id] = annotator_id
@@ -160,7 +163,7 @@ def batch_quality(batch: Batch) -> BatchQuality:
         Assignment.objects.filter(work_item__batch=batch, status=Assignment.Status.SKIPPED)
         .values_list("annotator_id", "skip_reason")
     )
-    reasons: dict[int, Counter] = defaultdict(Counter)
+    reasons: dict[int, Counter[str]] = defaultdict(Counter)
     for annotator_id, reason in skips.iterator(chunk_size=5000):
         row(annotator_id).skips += 1
         reasons[annotator_id][reason or "(no reason)"] += 1
@@ -190,7 +193,7 @@ def batch_quality(batch: Batch) -> BatchQuality:
     )
 
 
-def _gold_accuracy(batch: Batch, row) -> None:
+def _gold_accuracy(batch: Batch, row: Callable[[int], AnnotatorQuality]) -> None:
     first_override = VerdictOverride.objects.filter(round=OuterRef("pk")).order_by("created_at", "id")
     gold_rounds = (
         Round.objects.filter(

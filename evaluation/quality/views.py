@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from django.shortcuts import render
 
+from annotate.people.access import batch_for_researcher, researcher_required
 from evaluation.quality.selectors import FAST_ROUND_MS, FAST_SESSION_FRACTION, GOLD_CHECK_TYPES, batch_quality
-from evaluation.selectors import batch_for_researcher
-from evaluation.views import researcher_required
 
 
 @researcher_required

@@ -1,4 +1,4 @@
-/* Sessions export jobs (evaluation/export_jobs.py) on the report page and the export's own page.
+/* Sessions export jobs (evaluation/exports/jobs.py) on the report page and the export's own page.
  *
  * Report page: the "Export sessions" form creates the job through the API (filters in the form's query string),
  * then the panel below it follows the job at /api/jobs/<id>/ until it is done and shows the download link. The

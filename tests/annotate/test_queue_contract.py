@@ -5,7 +5,7 @@ only those names."""
 from django.conf import settings
 
 from annotate import queue_contract
-from annotate.celery import app
+from annotate.config.celery import app
 
 # Upper-case strings are the contract; those ending in _QUEUE name queues, the others tasks.
 NAMES = {value for name, value in vars(queue_contract).items()
@@ -15,8 +15,7 @@ NAMES = {value for name, value in vars(queue_contract).items()
 def test_every_contract_name_is_a_registered_task():
     app.loader.import_default_modules()
     app.autodiscover_tasks(["annotate.sessions", "annotate.imports", "annotate.modelconfigs", "annotate.bench",
-                                "evaluation"],
-                           force=True)
+                            "evaluation.interfeedback", "evaluation.exports"], force=True)
     assert NAMES <= set(app.tasks), sorted(NAMES - set(app.tasks))
 
 

@@ -11,12 +11,12 @@ HEAVY = {"sklearn", "matplotlib", "scipy", "statsmodels", "krippendorff", "sacre
 
 PROBE = """
 import os, sys
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.config.settings")
 import django
 django.setup()
 from django.urls import get_resolver
 get_resolver().url_patterns
-import annotate.celery
+import annotate.config.celery
 print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
 """
 

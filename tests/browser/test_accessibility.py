@@ -13,8 +13,8 @@ from annotate.crowd.services import invite_link_create
 from annotate.imports.batches import batch_import
 from annotate.models import Job, Round, Session, User
 from annotate.queue.services import assignment_next
-from tests.annotate.fire.fire_data import write_images_dir, write_jsonl
 from tests.annotate.helpers import run_pending_round
+from tests.annotate.rating.fire.fire_data import write_images_dir, write_jsonl
 from tests.browser.conftest import login
 from tests.factories import ModelConfigFactory, UserFactory, attach_image, make_batch
 

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from annotate.imports.batches import import_fire
 from annotate.models import Assignment, Rating
-from tests.annotate.fire.fire_data import record, write_images_dir, write_json
+from tests.annotate.rating.fire.fire_data import record, write_images_dir, write_json
 from tests.browser.conftest import focused, login_by_keyboard, start_next_item_by_keyboard
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 
 from annotate.imports.batches import import_fire
 from annotate.models import Assignment
-from tests.annotate.fire.fire_data import sample_records, write_images_dir, write_json
+from tests.annotate.rating.fire.fire_data import sample_records, write_images_dir, write_json
 from tests.browser.conftest import login_by_keyboard, start_next_item_by_keyboard, tab_to
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

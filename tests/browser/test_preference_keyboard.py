@@ -4,7 +4,7 @@ import pytest
 
 from annotate.imports.batches import batch_import
 from annotate.models import Assignment, Ranking, Rating
-from tests.annotate.fire.fire_data import write_images_dir, write_jsonl
+from tests.annotate.rating.fire.fire_data import write_images_dir, write_jsonl
 from tests.browser.conftest import focused, login_by_keyboard, start_next_item_by_keyboard
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

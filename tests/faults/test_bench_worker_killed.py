@@ -7,7 +7,7 @@ import pytest
 
 from annotate.bench import services
 from annotate.models import BenchAnswer, BenchRun, Round, Session
-from evaluation.bench import bench_paper_table
+from evaluation.bench.tables import bench_paper_table
 from tests import stack
 from tests.annotate.bench.test_bench_engine import EXPECTED, bench_batch  # noqa: F401  (the fixture)
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from annotate import queue_contract
-from annotate.celery import app as celery_app
+from annotate.config.celery import app as celery_app
 from annotate.models import Round, Session
 from annotate.queue.services import assignment_next
 from tests import stack

@@ -17,10 +17,11 @@ from annotate.imports.batches import import_fire
 from annotate.imports.jobs import import_job_create
 from annotate.models import Batch, Round, User
 from annotate.queue.services import assignment_next
-from evaluation import export_jobs, services
-from evaluation.filters import parse_filters
-from tests.annotate.fire.fire_data import write_sample
+from evaluation.exports import jobs as export_jobs
+from evaluation.exports.filters import parse_filters
+from evaluation.interfeedback import services
 from tests.annotate.helpers import run_pending_round
+from tests.annotate.rating.fire.fire_data import write_sample
 from tests.evaluation.builders import sessions_from_counts
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 

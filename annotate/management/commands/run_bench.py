@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.bench import engine, services
-from annotate.bench.follow import follow
+from annotate.bench import services
 from annotate.errors import ApplicationError
+from annotate.management.runs import run_drive, run_report
 from annotate.models import Batch, BenchRun
 
 
@@ -44,20 +44,10 @@ class Command(BaseCommand):
         if opts["cancel"]:
             self.stdout.write(f"Run {run.pk}: {run.get_status_display()}")
             return
-        if opts["in_process"]:
-            for lane in range(run.lanes):
-                engine.lane_run(run_id=run.pk, lane=lane)
-        elif not opts["no_follow"]:
-            follow(run, self.stdout.write)
-        run.refresh_from_db()
+        run = run_drive(self, run, in_process=opts["in_process"], no_follow=opts["no_follow"])
         progress = services.bench_progress(run)
-        self.stdout.write(f"Run {run.pk} on {run.batch.name}: {run.get_status_display()} — "
-                          f"{progress['model_calls']:,} model calls, {progress['sessions_done']:,} of "
-                          f"{progress['sessions']:,} feedback sessions finished.")
-        if run.error:
-            self.stdout.write(self.style.ERROR(run.error))
-        if run.status == BenchRun.Status.DONE:
-            self.stdout.write(f"Tables: python manage.py export_tables --run {run.pk} --table bench --format md")
+        run_report(self, run, table="bench", done=f"{progress['model_calls']:,} model calls, "
+                   f"{progress['sessions_done']:,} of {progress['sessions']:,} feedback sessions finished")
 
     def _run(self, opts) -> BenchRun:
         if opts["cancel"] or opts["resume"]:

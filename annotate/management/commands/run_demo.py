@@ -12,7 +12,7 @@ import urllib.request
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.celery import WORKER_OPTIONS
+from annotate.config.celery import WORKER_OPTIONS
 from annotate.server import embedded_redis
 
 MODEL_QUEUES = ["model.simulated", "model.replay", "model.transformers", "model.openai"]
@@ -38,7 +38,7 @@ class Command(BaseCommand):
             # Periodic work: stalled rounds are failed with Retry, old export files expire.
             subprocess.Popen([python, "-m", "celery", "-A", "annotate", "beat", "--loglevel", "WARNING",
                               "-s", str(settings.VAR_DIR / "celerybeat-schedule")], env=env),
-            subprocess.Popen([python, "-m", "daphne", "-b", host, "-p", str(port), "annotate.asgi:application"],
+            subprocess.Popen([python, "-m", "daphne", "-b", host, "-p", str(port), "annotate.config.asgi:application"],
                              env=env),
         ]
         stopping = False

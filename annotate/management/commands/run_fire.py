@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.bench import engine, services
-from annotate.bench.follow import follow
+from annotate.bench import services
 from annotate.errors import ApplicationError
-from annotate.models import Batch, BenchRun
+from annotate.management.runs import run_drive, run_report
+from annotate.models import Batch
 
 
 class Command(BaseCommand):
@@ -45,17 +45,7 @@ class Command(BaseCommand):
                 ignored_ids=opts["ignore_ids"], dispatch=not opts["in_process"])
         except ApplicationError as error:
             raise CommandError(error.message) from None
-        if opts["in_process"]:
-            for lane in range(run.lanes):
-                engine.lane_run(run_id=run.pk, lane=lane)
-        elif not opts["no_follow"]:
-            follow(run, self.stdout.write)
-        run.refresh_from_db()
+        run = run_drive(self, run, in_process=opts["in_process"], no_follow=opts["no_follow"])
         progress = services.bench_progress(run)
-        self.stdout.write(f"Run {run.pk} on {batch.name}: {run.get_status_display()} — "
-                          f"{progress['model_calls']:,} model calls, {progress['turns']:,} turns written.")
-        if run.error:
-            self.stdout.write(self.style.ERROR(run.error))
-        if run.status == BenchRun.Status.DONE:
-            self.stdout.write(f"Tables: python manage.py export_tables --run {run.pk} --table fire-{opts['mode']} "
-                              "--format md")
+        run_report(self, run, table=f"fire-{opts['mode']}",
+                   done=f"{progress['model_calls']:,} model calls, {progress['turns']:,} turns written")

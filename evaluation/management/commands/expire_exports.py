@@ -4,7 +4,7 @@ it hourly); the job rows stay, marked expired."""
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from evaluation.export_jobs import export_files_expire
+from evaluation.exports.jobs import export_files_expire
 
 
 class Command(BaseCommand):

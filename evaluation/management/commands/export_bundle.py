@@ -1,6 +1,6 @@
 """python manage.py export_bundle --batch NAME --out study.zip
 
-The study bundle (evaluation/bundle.py): every table and figure, the sessions and ratings, the instructions, the
+The study bundle (evaluation/exports/bundle.py): every table and figure, the sessions and ratings, the instructions, the
 prompts and the models' settings (no API keys), with a README. Written here and now, whatever its size.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.errors import ApplicationError
-from evaluation import bundle, selectors
+from evaluation.exports import bundle
+from evaluation.interfeedback import selectors
 
 
 class Command(BaseCommand):

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.errors import ApplicationError
 from annotate.models import Batch
-from evaluation.exporters.tables import FORMATS, render
+from evaluation.exports.renderers.tables import FORMATS, render
 from evaluation.fire import reports as fire_reports
 
 WHAT = (*fire_reports.FIRE_TABLES, "conversations")

@@ -7,8 +7,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.errors import ApplicationError
 from annotate.models import BenchRun
-from evaluation import exports, selectors
-from evaluation.filters import parse_filters
+from evaluation.bench.registration import RUN_EXPORTS, build_run_export
+from evaluation.exports import registry as exports
+from evaluation.exports.filters import parse_filters
+from evaluation.interfeedback import selectors
 
 ALL_FORMATS = sorted({fmt for formats in exports.EXPORTS.values() for fmt in formats})
 
@@ -37,8 +39,8 @@ class Command(BaseCommand):
     def handle(self, *args, batch: str | None, run: int | None, table: str, fmt: str, out: str | None, **options):
         if fmt == "png" and not out:
             raise CommandError("PNG is binary: give --out FILE.")
-        if run is not None and table not in exports.RUN_EXPORTS:
-            raise CommandError(f"--run is for the run tables ({', '.join(exports.RUN_EXPORTS)}), not {table}.")
+        if run is not None and table not in RUN_EXPORTS:
+            raise CommandError(f"--run is for the run tables ({', '.join(RUN_EXPORTS)}), not {table}.")
         chosen = BenchRun.objects.select_related("batch").filter(pk=run).first() if run is not None else None
         if run is not None and chosen is None:
             raise CommandError(f"No run {run}.")
@@ -49,7 +51,8 @@ class Command(BaseCommand):
             filters = parse_filters({key: options[key] for key in
                                      ("model", "category", "annotator", "date_from", "date_to", "outcome")})
             the_batch = selectors.batch_by_name(batch) if batch is not None else chosen.batch
-            export = exports.build_export(the_batch, table, fmt, filters, run=chosen)
+            export = (build_run_export(the_batch, table, fmt, chosen) if chosen is not None
+                      else exports.build_export(the_batch, table, fmt, filters))
             chunks = [export.content] if export.content is not None else export.stream
             if out:
                 with open(out, "wb") as handle:

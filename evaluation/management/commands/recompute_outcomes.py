@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.errors import ApplicationError
-from evaluation import selectors, services
+from evaluation.interfeedback import selectors, services
 
 
 class Command(BaseCommand):

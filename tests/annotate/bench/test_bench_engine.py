@@ -11,8 +11,8 @@ from django.core.management import call_command
 from annotate.bench import engine, services
 from annotate.bench.lanes import LaneLost
 from annotate.models import BenchAnswer, BenchLane, BenchRun, Round, Session, User
-from evaluation.bench import bench_paper_table
-from evaluation.exporters.tables import render
+from evaluation.bench.tables import bench_paper_table
+from evaluation.exports.renderers.tables import render
 from tests.factories import BatchFactory, ModelConfigFactory, TaskFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -273,8 +273,8 @@ def test_the_command_runs_in_process_and_prints_where_the_tables_are(bench_batch
 
 
 def test_bench_sessions_are_not_counted_in_the_human_tables(bench_batch):
+    from evaluation.interfeedback.services import outcome_recompute
     from evaluation.models import CountedSession
-    from evaluation.services import outcome_recompute
 
     run = start(bench_batch, lanes=1)
     run_all(run)

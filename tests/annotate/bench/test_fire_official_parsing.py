@@ -16,7 +16,7 @@ from annotate.bench.fire_parsing import feedback_for_student, fixed_dialogue_rea
 from annotate.imports.batches import import_fire
 from annotate.models import Batch, Conversation, FireRunTurn
 from tests.annotate.bench.test_bench_engine import run_all
-from tests.annotate.fire.fire_data import turn, write_images_dir, write_json
+from tests.annotate.rating.fire.fire_data import turn, write_images_dir, write_json
 from tests.factories import ModelConfigFactory
 
 pytestmark = pytest.mark.django_db

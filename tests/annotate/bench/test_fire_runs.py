@@ -14,7 +14,7 @@ from annotate.imports.batches import import_fire
 from annotate.models import Batch, BenchRun, Conversation, FireRunTurn
 from evaluation.fire.runs import free_tables, student_table, teacher_table
 from tests.annotate.bench.test_bench_engine import run_all
-from tests.annotate.fire.fire_data import record, write_images_dir, write_json
+from tests.annotate.rating.fire.fire_data import record, write_images_dir, write_json
 from tests.factories import ModelConfigFactory
 
 pytestmark = pytest.mark.django_db

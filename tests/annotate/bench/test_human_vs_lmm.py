@@ -9,8 +9,8 @@ from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 
 from annotate.models import Session, User
-from evaluation.bench import _rate_ci as rate_ci
-from evaluation.bench import comparison_tables, mcnemar_exact
+from evaluation.bench.tables import _rate_ci as rate_ci
+from evaluation.bench.tables import comparison_tables, mcnemar_exact
 from tests.annotate.bench.test_bench_engine import bench_batch, run_all, start  # noqa: F401  (the fixture)
 from tests.factories import ModelConfigFactory, UserFactory
 
@@ -124,7 +124,7 @@ def test_a_persons_feedback_replayed_to_another_receiver(bench_batch):  # noqa: 
 
 
 def test_a_replay_of_a_persons_feedback_has_its_own_table(bench_batch, api_client, client):  # noqa: F811
-    from evaluation.bench import human_replay_table
+    from evaluation.bench.tables import human_replay_table
     from tests.annotate.bench.test_bench_engine import answers
 
     # The person's two rounds of feedback on t1 go to r-one (wrong at round 0) and to r-two (right at once: not

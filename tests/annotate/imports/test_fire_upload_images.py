@@ -19,13 +19,13 @@ URL = "/api/imports/"
 
 
 def sample_json() -> bytes:
-    from tests.annotate.fire.fire_data import sample_records
+    from tests.annotate.rating.fire.fire_data import sample_records
 
     return json.dumps(sample_records()).encode()
 
 
 def images_zip() -> bytes:
-    from tests.annotate.fire.fire_data import write_images_dir
+    from tests.annotate.rating.fire.fire_data import write_images_dir
 
     out = io.BytesIO()
     import tempfile

@@ -19,7 +19,8 @@ from django.utils import timezone
 from annotate.assignments import assignment_skip, assignments_expire
 from annotate.models import Assignment, Batch, Round, Session, Task, User, WorkItem
 from annotate.queue.services import assignment_next
-from evaluation import exports, selectors
+from evaluation.exports import registry as exports
+from evaluation.interfeedback import selectors
 from tests.annotate.helpers import finish, run_pending_round, send_feedback
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from annotate.asgi import application
+from annotate.config.asgi import application
 from tests.annotate.helpers import run_isolated
 
 
@@ -48,5 +48,5 @@ def test_a_page_passes_every_middleware():
 def test_views_are_loaded_at_start_up_and_frozen_out_of_the_collectors_sight():
     # Full collections in a web process walk only what requests created, not the ~260k objects of the loaded
     # code (annotate.server.heap): pauses of 10-40 ms instead of 150-360 ms on the queue_load benchmark.
-    assert {"annotate.sessions.apis", "evaluation.apis"} <= set(sys.modules)
+    assert {"annotate.sessions.apis", "evaluation.interfeedback.apis"} <= set(sys.modules)
     assert gc.get_freeze_count() > 50_000

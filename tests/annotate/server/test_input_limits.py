@@ -16,7 +16,7 @@ from annotate.models import Batch, Conversation, Rating, Session, User
 from annotate.queue.services import assignment_next
 from annotate.server.json_limits import DEPTH_MESSAGE, MAX_JSON_DEPTH, too_deep, unstorable_text
 from annotate.server.parsers import CheckedJSONParser
-from tests.annotate.fire.fire_data import write_sample
+from tests.annotate.rating.fire.fire_data import write_sample
 from tests.factories import UserFactory, make_batch
 
 NESTED_BODIES = {"lists": "[" * 1000 + "]" * 1000, "objects": '{"a":' * 1000 + "1" + "}" * 1000}

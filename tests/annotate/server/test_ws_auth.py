@@ -4,7 +4,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.contrib.sessions.models import Session as LoginSession
 
-from annotate.asgi import application
+from annotate.config.asgi import application
 from tests.annotate.helpers import run_isolated
 
 pytestmark = pytest.mark.django_db(transaction=True)

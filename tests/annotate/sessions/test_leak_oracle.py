@@ -209,7 +209,7 @@ def test_websocket_snapshot_never_carries_the_correctness(annotator, simulated_m
 @pytest.mark.django_db
 def test_the_researchers_sessions_export_carries_the_stated_answer(annotator, simulated_model, no_dispatch):
     from annotate.sessions.selectors import sessions_with_rounds
-    from evaluation.exporters.sessions import session_record
+    from evaluation.exports.renderers.sessions import session_record
 
     session = awaiting_feedback(annotator, make_batch(models=[simulated_model]))
     send_feedback(session, "Is it 7390 or 7391?", confirm_leak=True)

@@ -5,7 +5,7 @@ import asyncio
 
 from channels_redis.core import RedisChannelLayer
 
-from annotate import settings as project_settings
+from annotate.config import settings as project_settings
 from annotate.sessions import realtime
 from tests.annotate.helpers import run_isolated
 

@@ -220,7 +220,7 @@ def test_a_busy_counter_hands_the_count_to_the_retrying_task(annotator, simulate
         raise OperationalError("lock timeout")
 
     queued = []
-    monkeypatch.setattr("evaluation.services.outcome_record", locked)
+    monkeypatch.setattr("evaluation.interfeedback.services.outcome_record", locked)
     monkeypatch.setattr("annotate.queue_contract.send_task", lambda name, args, **_: queued.append(args[0]))
     session = complete_in_round_three(annotator, simulated_model)
     assert queued == [session.id]

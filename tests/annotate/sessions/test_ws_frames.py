@@ -9,7 +9,7 @@ import logging
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from annotate.asgi import application
+from annotate.config.asgi import application
 from annotate.models import Session
 from annotate.server.json_limits import DEPTH_MESSAGE
 from annotate.sessions.consumers import CLOSE_NOT_FOUND, CLOSE_UNAVAILABLE

@@ -12,9 +12,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotate.models import User
-from evaluation import exports
-from evaluation.exporters.tables import render
+from evaluation.exports import registry as exports
+from evaluation.exports.renderers.tables import render
 from evaluation.fire import reports as fire_reports
+from evaluation.fire.registration import FIRE_RATING_EXPORTS
 from tests.evaluation.fire.test_fire_reports import rate_all
 from tests.factories import UserFactory, make_batch
 
@@ -43,14 +44,14 @@ def _export_fire(batch, what, by, fmt, capsys) -> str:
 
 
 def test_every_fire_table_is_an_export():
-    assert [name for name in exports.EXPORTS if name in exports.FIRE_RATING_EXPORTS] == FIRE_EXPORTS
+    assert [name for name in exports.EXPORTS if name in FIRE_RATING_EXPORTS] == FIRE_EXPORTS
     assert all(exports.EXPORTS[name] == ("csv", "md", "tex", "json") for name in FIRE_EXPORTS)
 
 
 @pytest.mark.parametrize("name", FIRE_EXPORTS)
 @pytest.mark.parametrize("fmt", ["csv", "md", "tex", "json"])
 def test_api_and_command_give_what_export_fire_writes(api_client, rated, rita, capsys, name, fmt):
-    what, by = exports.FIRE_RATING_EXPORTS[name]
+    what, by = FIRE_RATING_EXPORTS[name]
     expected = _export_fire(rated, what, by, fmt, capsys)
     api_client.force_authenticate(rita)
     response = api_client.get(f"/api/batches/{rated.id}/tables/{name}.{fmt}")

@@ -8,7 +8,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from evaluation.exporters.tables import render
+from evaluation.exports.renderers.tables import render
 from evaluation.fire.metrics import (
     bleu_scores,
     bootstrap_mean_ci,

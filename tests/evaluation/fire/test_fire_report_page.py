@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotate.models import User
-from evaluation.exporters.tables import render
+from evaluation.exports.renderers.tables import render
 from evaluation.fire import reports as fire_reports
 from tests.evaluation.fire.test_fire_reports import SCORES, rate_all
 from tests.factories import UserFactory

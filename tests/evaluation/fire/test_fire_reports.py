@@ -13,11 +13,11 @@ import pytest
 from django.core.management import call_command
 
 from annotate.errors import ApplicationError
-from annotate.fire.services import ratings_save
 from annotate.models import Conversation, Rating
 from annotate.queue.services import assignment_next
-from evaluation.bundle import bundle_write
-from evaluation.exporters.tables import render
+from annotate.rating.fire.services import ratings_save
+from evaluation.exports.bundle import bundle_write
+from evaluation.exports.renderers.tables import render
 from evaluation.fire import reports as fire_reports
 
 pytestmark = pytest.mark.django_db

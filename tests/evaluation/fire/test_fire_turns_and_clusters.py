@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from annotate.imports.batches import import_fire
 from annotate.models import Batch, Conversation
-from tests.annotate.fire.fire_data import record, write_images_dir, write_json
+from tests.annotate.rating.fire.fire_data import record, write_images_dir, write_json
 from tests.evaluation.fire.test_fire_reports import rate_all
 
 pytestmark = pytest.mark.django_db

@@ -14,10 +14,10 @@ from rest_framework.authtoken.models import Token
 from annotate.errors import ApplicationError
 from annotate.imports.batches import batch_import
 from annotate.models import Batch, User
-from annotate.preference.services import preference_save
 from annotate.queue.services import assignment_next
+from annotate.rating.preference.services import preference_save
 from evaluation.preference import reports as preference_reports
-from tests.annotate.fire.fire_data import write_jsonl
+from tests.annotate.rating.fire.fire_data import write_jsonl
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,154 @@
+"""Reads of FIRE (and preference) conversations, with the permission checks that go with them.
+
+Annotators see only conversations assigned to them; researchers read the conversations of batches they are
+members of; admins read everything. Anyone else gets "not found" (no id probing).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.urls import reverse
+
+from annotate.errors import NotFound, PermissionDenied
+from annotate.models import Assignment, Batch, Conversation, Ranking, Rating, Turn, User
+
+# FIRE's criteria (appendix A), shown on the rating page next to the 1-5 controls.
+CRITERIA = {
+    "response": [
+        ("Improvement", "Does the response take the previous feedback into account and get better?"),
+        ("Correctness", "Is the reasoning and the final answer right for the question and the image?"),
+        ("Relevance", "Does it stay on the question, without unrelated content?"),
+        ("Completeness", "Does it give a full thought and a clear final answer?"),
+    ],
+    "feedback": [
+        ("Correctness", "Does it identify the errors in the student's response accurately?"),
+        ("Relevance", "Is it about this question and this response?"),
+        ("Clarity", "Is it easy to understand and to act on?"),
+        ("Constructiveness", "Does it guide the student toward the answer without simply giving it away?"),
+    ],
+    "candidate": [
+        ("Helpfulness", "Does the response answer the question usefully?"),
+        ("Faithfulness", "Is everything it says true of the image (no hallucination)?"),
+        ("Ethics", "Is it safe, fair and free of harmful content?"),
+    ],
+}
+SCALE = [(1, "Very poor"), (2, "Poor"), (3, "Acceptable"), (4, "Good"), (5, "Excellent")]
+PREFERENCE_DIMENSIONS = ("helpfulness", "faithfulness", "ethics")
+
+_PARTS = {
+    "student": re.compile(r"^\s*Thought:\s*(?P<a>.*?)\s*Answer:\s*(?P<b>.*?)\s*$", re.S),
+    "teacher": re.compile(r"^\s*Score:\s*(?P<a>.*?)\s*Feedback:\s*(?P<b>.*?)\s*$", re.S),
+}
+_LABELS = {"student": ("Thought", "Answer"), "teacher": ("Score", "Feedback")}
+
+
+def turn_parts(role: str, text: str) -> list[dict[str, str]]:
+    """Split a FIRE turn into its labelled parts ("Thought"/"Answer", "Score"/"Feedback"); else one part."""
+    pattern = _PARTS.get(role)
+    match = pattern.match(text) if pattern else None
+    if not match:
+        return [{"label": "", "text": text.strip()}]
+    first, second = _LABELS[role]
+    score = match["a"].rstrip(".") if role == "teacher" else match["a"]
+    return [{"label": first, "text": score}, {"label": second, "text": match["b"]}]
+
+
+def _conversation_queryset() -> QuerySet[Conversation]:
+    return Conversation.objects.select_related("batch", "image").prefetch_related(
+        Prefetch("turns", queryset=Turn.objects.order_by("index"))
+    )
+
+
+def _assignment(user: User, conversation_id: int) -> Assignment | None:
+    return (
+        Assignment.objects.filter(annotator=user, work_item__conversation_id=conversation_id)
+        .order_by("-created_at")
+        .first()
+    )
+
+
+def _may_read(user: User, conversation: Conversation) -> bool:
+    if user.is_admin_role:
+        return True
+    return user.is_researcher_role and conversation.batch.members.filter(pk=user.pk).exists()
+
+
+def access_conversation(user: User, conversation_id: int) -> tuple[Conversation, Assignment | None]:
+    """A conversation the user may see, with the user's own assignment of it (None for a reader)."""
+    conversation = _conversation_queryset().filter(pk=conversation_id).first()
+    if conversation is not None:
+        assignment = _assignment(user, conversation_id)
+        if assignment is not None or _may_read(user, conversation):
+            return conversation, assignment
+    raise NotFound(f"Conversation {conversation_id} does not exist or is not assigned to you.")
+
+
+def conversation_for_rating(user: User, conversation_id: int) -> tuple[Conversation, Assignment]:
+    """The annotator's own assigned conversation, for saving ratings: readers who are not assigned get 403."""
+    conversation, assignment = access_conversation(user, conversation_id)
+    if assignment is None:
+        raise PermissionDenied("Only the annotator this conversation is assigned to can rate it.")
+    return conversation, assignment
+
+
+def _own_ratings(conversation: Conversation, annotator: User) -> dict[int, Rating]:
+    ratings = Rating.objects.filter(turn__conversation=conversation, annotator=annotator).select_related("turn")
+    return {r.turn.index: r for r in ratings}
+
+
+def conversation_payload(conversation: Conversation, *, viewer: User, assignment: Assignment | None) -> dict[str, Any]:
+    """Everything the rating page and the API show. Annotators get their own ratings only."""
+    own = _own_ratings(conversation, viewer) if assignment is not None else {}
+    is_preference = conversation.batch.kind == Batch.Kind.PREFERENCE
+    submitted = any(r.is_final for r in own.values())
+    turns = []
+    for turn in conversation.turns.all():
+        rating = own.get(turn.index)
+        entry: dict[str, Any] = {
+            "index": turn.index,
+            "number": turn.index + 1,  # what the page shows and the reports call the turn
+            "role": turn.role,
+            "kind": turn.kind,
+            "text": turn.text,
+            "parts": turn_parts(turn.role, turn.text),
+            "is_rateable": turn.is_rateable,
+        }
+        if turn.is_rateable:
+            entry["rating"] = _rating_payload(rating, is_preference)
+        turns.append(entry)
+    payload: dict[str, Any] = {
+        "id": conversation.id,
+        "external_id": conversation.external_id,
+        "batch": {"name": conversation.batch.name, "kind": conversation.batch.kind},
+        "image": reverse("conversation-image", args=[conversation.id]) if conversation.image_id else None,
+        "question": conversation.question,
+        "ground_truth": conversation.ground_truth,
+        "source": conversation.source,
+        "split": conversation.split,
+        "turns": turns,
+        "can_rate": assignment is not None and not submitted,
+        "submitted": submitted,
+        "criteria": _criteria(is_preference),
+        "scale": [{"value": v, "label": label} for v, label in SCALE],
+    }
+    if is_preference:
+        ranking = Ranking.objects.filter(conversation=conversation, annotator=viewer).first() if assignment else None
+        payload["ranking"] = ranking.ranking if ranking else ""
+    return payload
+
+
+def _rating_payload(rating: Rating | None, is_preference: bool) -> dict[str, Any]:
+    if is_preference:
+        values = {d: getattr(rating, d) if rating else None for d in PREFERENCE_DIMENSIONS}
+        return {**values, "comment": rating.comment if rating else ""}
+    return {"score": rating.score if rating else None, "comment": rating.comment if rating else ""}
+
+
+def _criteria(is_preference: bool) -> dict[str, list[dict[str, str]]]:
+    keys = ("candidate",) if is_preference else ("response", "feedback")
+    return {key: [{"name": n, "help": h} for n, h in CRITERIA[key]] for key in keys}
+
+

@@ -1,6 +1,0 @@
-"""Exports for researchers: tables (CSV, Markdown, LaTeX, JSON) and plots (PNG, SVG)."""
-
-from evaluation.exporters.tables import FORMATS, render
-from evaluation.table import Table
-
-__all__ = ["FORMATS", "Table", "render"]
