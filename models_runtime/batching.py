@@ -243,14 +243,14 @@ class BatchScheduler(Generic[Payload]):
 
 
 def slice_pays(*, waiting: int, running: int, steps_left: int, step_seconds: float, switch_seconds: float) -> bool:
-    """Whether ending a batch's slice now, to let ``waiting`` requests in, saves more time than it costs.
+    """Whether ending a batch's slice now, to let ``waiting`` requests in, saves more waiting than it costs.
 
-    Not ending it, each waiting request waits for the rest of the batch (``steps_left`` steps). Ending it, every
-    row of the next batch (``running`` + ``waiting``) waits for the switch: the batch is built again and its
-    prompts prefilled again, which took ``switch_seconds`` for this batch. Few newcomers beside many rows near
-    their end are better off waiting; many newcomers, or a long batch ahead, are not.
+    A waiting request waits for a batch to be built and prefilled either way (``switch_seconds``); not ending the
+    slice, it also waits for the rest of the batch (``steps_left`` decode steps).
+    Ending it, each ``running`` row waits for that switch too, which it would not have. Few newcomers beside many
+    rows near their end are better off waiting; many newcomers, or a long batch ahead, are not.
     """
-    return waiting * steps_left * step_seconds > (running + waiting) * switch_seconds
+    return waiting * steps_left * step_seconds > running * switch_seconds
 
 
 @dataclass(frozen=True)
@@ -326,12 +326,14 @@ class RowsDone(StoppingCriteria):
              else batch_left) for job in running
         )
         timing = self.timing()
+        # The next batch's switch, from this one's: prefilling more rows takes longer (on a CPU, in proportion).
+        switch = timing.switch_seconds * (len(running) + waiting) / len(self.jobs)
         return slice_pays(
             waiting=waiting,
             running=len(running),
             steps_left=steps_left,
             step_seconds=timing.step_seconds,
-            switch_seconds=timing.switch_seconds,
+            switch_seconds=switch,
         )
 
 

@@ -6,8 +6,10 @@ Settings:
 - ``device``: "auto" (default: cuda when available, else cpu), "cpu" or "cuda" (or "cuda:N").
 - ``dtype``: "auto" (default: bfloat16 on cuda, float32 on cpu), "bfloat16", "float16" or "float32".
 - ``max_batch_size``: how many concurrent requests may share one ``generate()`` (default 8; 1 = one at a time).
-- ``batch_wait_ms``: how long a batch waits for the next request to join it (default 5); each arrival restarts
-  the wait, up to 8 times this after the first request, so a burst of requests runs as one batch.
+- ``batch_wait_ms``: how long a batch waits for the next request to join it (default 5, 10 with compiled
+  decoding); each arrival restarts the wait, up to 8 times this after the first request, so a burst of requests
+  runs as one batch. Callers encode their requests first, one at a time, with Python's threads switching every
+  5 ms: 10 ms keeps a burst together, and a request that misses a compiled batch waits for many fast steps.
 - ``batch_slice_tokens``: a running batch may make way for requests that wait with the same settings after this
   many new tokens (default 16; 0: a batch runs to its end first), when letting them in saves more waiting than
   building the batch again costs (``models_runtime/batching.py``). Its unfinished rows go on in the next batch.
@@ -141,9 +143,9 @@ class TransformersBackend(Backend):
         self._torch_dtype = getattr(torch, self.dtype)
         reader = SettingsReader("transformers", self.settings)
         self.max_batch_size = reader.integer("max_batch_size", 8, minimum=1)
-        self.batch_wait_ms = reader.number("batch_wait_ms", 5, minimum=0)
         self.batch_slice_tokens = reader.integer("batch_slice_tokens", 16, minimum=0)
         compile_settings = CompileSettings.read(reader, device=self.device, max_batch_size=self.max_batch_size)
+        self.batch_wait_ms = reader.number("batch_wait_ms", 5 if compile_settings is None else 10, minimum=0)
         self._scheduler = BatchScheduler(
             self._run_batch,
             self._batch_error,
