@@ -19,6 +19,7 @@ slice, not for the whole batch.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -92,9 +93,10 @@ class BatchJob(Generic[Payload]):
 class BatchScheduler(Generic[Payload]):
     """Runs ``run_batch(jobs)`` on one thread of its own, with up to ``max_batch_size`` jobs sharing a key.
 
-    A batch gathers jobs with the first one's key until none has come for ``wait_seconds``, at most
-    ``GATHER_WAITS`` times that after the first arrived, or until it is full: a burst of requests a few
-    milliseconds apart makes one batch, and a request alone waits ``wait_seconds``. Jobs with another key wait
+    A batch gathers jobs with the first one's key until none has come for ``wait_seconds`` and none is on its way
+    (``arriving``: a caller preparing its request), at most ``GATHER_WAITS`` times ``wait_seconds`` after the first
+    arrived, or until it is full: a burst of requests makes one batch, and a request alone waits
+    ``wait_seconds``. Jobs with another key wait
     their turn (oldest first). ``run_batch`` must end each job it finishes and returns those that go on (a batch
     that ended its slice early): they come first in the next batch of their key, which starts at once. Any other
     job it leaves unended is ended here, with ``error_for(exception)`` when it raised. The thread starts with the
@@ -119,6 +121,7 @@ class BatchScheduler(Generic[Payload]):
         self.name = name
         self._batch_sizes: Counter[int] = Counter()
         self._pending: deque[BatchJob[Payload]] = deque()
+        self._arriving: Counter[Hashable] = Counter()  # key -> callers preparing a job with it
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -129,6 +132,21 @@ class BatchScheduler(Generic[Payload]):
         """Batch size -> how many batches (slices) of that size ran."""
         with self._cond:
             return dict(self._batch_sizes)
+
+    @contextlib.contextmanager
+    def arriving(self, key: Hashable) -> Iterator[None]:
+        """Around preparing a job with ``key`` (encoding its prompt and images) before submitting it: a batch of
+        that key being gathered waits for it, up to its limit."""
+        with self._cond:
+            self._arriving[key] += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._arriving[key] -= 1
+                if not self._arriving[key]:
+                    del self._arriving[key]
+                self._cond.notify_all()
 
     def submit(self, job: BatchJob[Payload]) -> bool:
         """Queue the job; False once the scheduler is closed."""
@@ -221,8 +239,10 @@ class BatchScheduler(Generic[Payload]):
                     # Rows that go on start at once: whoever made them stop is already waiting.
                     if first.slices or len(same) >= self.max_batch_size or self._closed:
                         break
-                    latest = max((job.queued_at for job in same), default=first.queued_at)
-                    deadline = min(latest + self.wait_seconds, first.queued_at + self.GATHER_WAITS * self.wait_seconds)
+                    deadline = first.queued_at + self.GATHER_WAITS * self.wait_seconds
+                    if not self._arriving[first.key]:
+                        latest = max((job.queued_at for job in same), default=first.queued_at)
+                        deadline = min(deadline, latest + self.wait_seconds)
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break

@@ -7,9 +7,10 @@ Settings:
 - ``dtype``: "auto" (default: bfloat16 on cuda, float32 on cpu), "bfloat16", "float16" or "float32".
 - ``max_batch_size``: how many concurrent requests may share one ``generate()`` (default 8; 1 = one at a time).
 - ``batch_wait_ms``: how long a batch waits for the next request to join it (default 5, 10 with compiled
-  decoding); each arrival restarts the wait, up to 8 times this after the first request, so a burst of requests
-  runs as one batch. Callers encode their requests first, one at a time, with Python's threads switching every
-  5 ms: 10 ms keeps a burst together, and a request that misses a compiled batch waits for many fast steps.
+  decoding); each arrival restarts the wait, and requests still being encoded are waited for, up to 8 times
+  this after the first request, so a burst of requests runs as one batch. Callers encode their requests one at
+  a time, with Python's threads switching every 5 ms: 10 ms keeps a burst together, and a request that misses
+  a compiled batch waits for many fast steps.
 - ``batch_slice_tokens``: a running batch may make way for requests that wait with the same settings after this
   many new tokens (default 16; 0: a batch runs to its end first), when letting them in saves more waiting than
   building the batch again costs (``models_runtime/batching.py``). Its unfinished rows go on in the next batch.
@@ -280,9 +281,11 @@ class TransformersBackend(Backend):
             raise PermanentModelError(
                 f"the model at {self.path} is text-only; it cannot take the {image_count} image(s) in this request"
             )
-        job = self._job(request, tokenizer)
-        if not self._scheduler.submit(job):
-            raise self._closed_error()
+        key = _batch_key(request.settings)
+        with self._scheduler.arriving(key):  # a batch being gathered waits for this request
+            job = self._job(request, tokenizer, key)
+            if not self._scheduler.submit(job):
+                raise self._closed_error()
         cutter = StopCutter(request.settings.stop)
         finished = False
         try:
@@ -303,7 +306,7 @@ class TransformersBackend(Backend):
         stream.completion_tokens = job.completion_tokens
         stream.first_token_at = job.first_token_at
 
-    def _job(self, request: ModelRequest, tokenizer: PreTrainedTokenizerBase) -> BatchJob[Row]:
+    def _job(self, request: ModelRequest, tokenizer: PreTrainedTokenizerBase, key: Hashable) -> BatchJob[Row]:
         """The request's prompt and images, encoded in the caller's thread: while a batch runs, not after it."""
         try:
             images = [part.to_pil() for message in request.messages for part in message.images]
@@ -317,7 +320,7 @@ class TransformersBackend(Backend):
         add_special_tokens = not (bos and prompt.startswith(bos))
         job: BatchJob[Row] = BatchJob(
             payload=Row(self._encode(prompt, images, add_special_tokens), request.settings),
-            key=_batch_key(request.settings),
+            key=key,
             max_new_tokens=request.settings.max_new_tokens,
         )
         job.prompt_tokens = len(job.payload.prompt.input_ids)

@@ -312,6 +312,25 @@ def test_a_burst_of_requests_a_few_milliseconds_apart_runs_as_one_batch():
     scheduler.close(PermanentModelError("closed"))
 
 
+def test_a_batch_waits_for_requests_still_being_prepared_with_its_key():
+    """A caller encoding a large image takes longer than the wait: the batch waits for it (not for other keys)."""
+    ran: list[list] = []
+    scheduler = _scheduler(recording(ran), max_batch_size=10, wait_seconds=0.05)
+    first, late, other = BatchJob("first", "k"), BatchJob("late", "k"), BatchJob("other", "x")
+
+    with scheduler.arriving("x"):  # never holds a batch of "k"
+        with scheduler.arriving("k"):
+            scheduler.submit(first)
+            time.sleep(0.2)  # four waits
+            scheduler.submit(late)
+        assert late.ended.wait(5)
+        scheduler.submit(other)
+    assert other.ended.wait(5)
+
+    assert ran == [["first", "late"], ["other"]]
+    scheduler.close(PermanentModelError("closed"))
+
+
 def test_a_batch_stops_gathering_after_eight_waits_when_requests_never_stop_coming():
     ran: list[list] = []
     scheduler = _scheduler(recording(ran), max_batch_size=1000, wait_seconds=0.1)
