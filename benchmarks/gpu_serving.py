@@ -230,8 +230,13 @@ def backend_part(args, path: str, compiled: bool, out: dict) -> None:
         "compile_backend": args.compile_backend,
     }
     say(f"{name}: loading with {json.dumps({k: v for k, v in settings.items() if k != 'path'})}")
+    logs = TorchLogs()  # from the warm-up on: CUDA graphs skipped (a slow decode step), recompiles
     started = time.perf_counter()
-    backend = TransformersBackend(settings)
+    try:
+        backend = TransformersBackend(settings)
+    except Exception:
+        logs.close()
+        raise
     load_s = time.perf_counter() - started
     figures_out: dict = {"load_s": round(load_s, 1), "device": backend.device, "dtype": backend.dtype}
     if backend.warm_up is not None:
@@ -241,8 +246,11 @@ def backend_part(args, path: str, compiled: bool, out: dict) -> None:
     else:
         say(f"{name}: loaded in {load_s:.1f} s ({backend.device}, {backend.dtype})")
     out[name] = figures_out
-    # Serving must never compile again: count torch.compile's recompiles from here on (their reasons are printed).
-    recompiles = RecompileLog()
+    figures_out["compile_logs_at_warm_up"] = at_warm_up = logs.counts()
+    if compiled:
+        say(f"{name}: at the warm-up: {at_warm_up}")
+        for message in logs.seen["cuda graphs skipped"]:
+            say(f"{name}: warm-up: {message}")
     try:
         requests = make_requests(args.requests, args.new_tokens, args.image_size)
         shapes = backend.decoding_shapes
@@ -262,41 +270,72 @@ def backend_part(args, path: str, compiled: bool, out: dict) -> None:
                  f"batch_slice_tokens {slice_tokens}, batches {result['batch_sizes']}", result)
         figures_out["decoding_shapes"] = difference(backend.decoding_shapes, shapes)
         say(f"{name}: batches per compiled shape (None: dynamic path) {figures_out['decoding_shapes']}")
-        figures_out["recompiles_while_serving"] = len(recompiles.reasons)
-        say(f"{name}: recompiles while serving: {len(recompiles.reasons)}")
+        # Serving must never compile or record again (the reasons of recompiles are printed).
+        serving = {kind: count - at_warm_up[kind] for kind, count in logs.counts().items()}
+        figures_out["compile_logs_while_serving"] = serving
+        figures_out["recompiles_while_serving"] = serving["recompiles"]
+        say(f"{name}: while serving: {serving}")
     finally:
-        recompiles.close()
+        logs.close()
         backend.close()
 
 
-class RecompileLog(logging.Handler):
-    """torch.compile's recompile log (TORCH_LOGS=recompiles), printed and counted while it is open."""
+class TorchLogs(logging.Handler):
+    """torch.compile's logs as TORCH_LOGS=recompiles,cudagraphs prints them, counted while open by kind: a
+    recompile, a graph inductor runs without CUDA graphs ("skipping cudagraphs due to ...": each kernel launched
+    from Python, a slower step), a CUDA graph recorded or recorded again, a graph run eagerly by CUDA graph trees.
+    After the warm-up, serving should meet none of them."""
 
-    LOGGER = "torch._dynamo.guards.__recompiles"
+    KINDS = {  # what a message contains -> its kind
+        "Recompiling function": "recompiles",
+        "skipping cudagraphs": "cuda graphs skipped",
+        "Recording function": "cuda graphs recorded",
+        "Re-recording function": "cuda graphs recorded again",
+        "Running eager function": "run eagerly by cuda graph trees",
+    }
+    LOGGERS = (
+        "torch._dynamo.guards.__recompiles",
+        "torch._inductor.cudagraph_utils.__cudagraphs",
+        "torch._inductor.cudagraph_trees.__cudagraphs",
+    )
 
     def __init__(self) -> None:
         super().__init__()
-        self.reasons: list[str] = []
-        torch._logging.set_logs(recompiles=True)
-        logging.getLogger(self.LOGGER).addHandler(self)
+        self.seen: dict[str, list[str]] = {kind: [] for kind in self.KINDS.values()}
+        try:
+            torch._logging.set_logs(recompiles=True, cudagraphs=True)
+        except (TypeError, ValueError):  # a torch without the cudagraphs log
+            torch._logging.set_logs(recompiles=True)
+        for name in self.LOGGERS:
+            logging.getLogger(name).addHandler(self)
+
+    def counts(self) -> dict[str, int]:
+        return {kind: len(messages) for kind, messages in self.seen.items()}
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if "Recompiling function" in message:
-            self.reasons.append(message)
+        for marker, kind in self.KINDS.items():
+            if marker in message:
+                self.seen[kind].append(message[:300])
+                return
 
     def close(self) -> None:
-        logging.getLogger(self.LOGGER).removeHandler(self)
-        torch._logging.set_logs(recompiles=False)
+        for name in self.LOGGERS:
+            logging.getLogger(name).removeHandler(self)
+        torch._logging.set_logs()
         super().close()
 
 
 def raw_part(args, path: str, out: dict) -> None:
     """The same rows, left-padded by the processor, through one generate() per batch, on the decode thread."""
+    logs = TorchLogs()
     try:
         run_on_decode_thread(lambda: raw_generates(args, path, out))
     finally:
         run_on_decode_thread(torch.compiler.reset)  # its CUDA graphs and compiled code: not needed any more
+        logs.close()
+        out.setdefault("raw", {})["compile_logs"] = counts = logs.counts()
+        say(f"raw generate: {counts}")
 
 
 def raw_generates(args, path: str, out: dict) -> None:
