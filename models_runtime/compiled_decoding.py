@@ -20,8 +20,9 @@ Everything compiled runs on one thread per process (``models_runtime/decode_thre
 ``generate()`` of a compiled model and the reset when the last one is released.
 
 transformers compiles the decode step on accelerators only, so ``compiled_decoding`` true needs CUDA. The runtime's
-own tests compile on the CPU (torch.compile's "eager" backend) by setting ``TESTS_COMPILE_ON_CPU``, which lifts
-that limit through a flag transformers keeps for its tests; nothing else sets it.
+own tests (and ``benchmarks/gpu_serving.py`` run on the CPU) compile on the CPU, with torch.compile's "eager"
+backend, by setting ``TESTS_COMPILE_ON_CPU``, which lifts that limit through a flag transformers keeps for its
+tests; nothing else sets it.
 """
 
 from __future__ import annotations
