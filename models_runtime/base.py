@@ -141,12 +141,16 @@ class ModelResult:
     completion_tokens: int | None = None
     time_to_first_token: float | None = None  # seconds from the call to the first chunk
     latency: float = 0.0  # seconds from the call to the last chunk
+    # Seconds from the call to the model's first generated token, where the backend sees tokens (a local
+    # checkpoint): its text may come later, as text is released a whole word at a time.
+    time_to_first_model_token: float | None = None
 
 
 class Stream:
     """Iterate for text chunks; once exhausted, ``result`` holds the final ModelResult.
 
-    Backends yield chunks from ``_chunks`` and may set ``usage`` (prompt, completion tokens) on the stream.
+    Backends yield chunks from ``_chunks`` and may set the token counts on the stream, and ``first_token_at``
+    (``time.perf_counter()`` at the model's first token) where they see tokens.
     A stream that ends with no text (or only whitespace) raises EmptyAnswerError instead of giving a result.
     """
 
@@ -157,6 +161,7 @@ class Stream:
         self._first: float | None = None
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
+        self.first_token_at: float | None = None
         self.result: ModelResult | None = None
 
     def __iter__(self) -> Iterator[str]:
@@ -183,6 +188,7 @@ class Stream:
             completion_tokens=self.completion_tokens,
             time_to_first_token=self._first,
             latency=time.perf_counter() - self._started,
+            time_to_first_model_token=None if self.first_token_at is None else self.first_token_at - self._started,
         )
 
     def close(self) -> None:

@@ -5,25 +5,28 @@ how to turn a list of requests into one padded batch and run it; this module que
 groups those that can share a batch, and hands each row of the batch its own text as it is generated.
 
 - ``BatchJob``: one caller's request, from the moment it is queued until its row of a batch ends.
-- ``BatchScheduler``: one thread that owns the model; it takes the oldest request, waits a few milliseconds for
-  more with the same key (the same generation settings), and runs them together.
+- ``BatchScheduler``: one thread per model; it takes the oldest request, waits for more with the same key (the
+  same generation settings) while they keep coming a few milliseconds apart, and runs them together.
 - ``RowStreamer`` / ``RowsDone``: what ``generate()`` is given so each row streams to its own caller and a
   caller that leaves (or has seen a stop string) stops only its own row.
 
-A batch may end before its rows have (a slice): when requests with its key wait and there is room for them,
-``RowsDone`` ends the batch after ``slice_tokens`` tokens, the backend hands back the rows that go on, and the
-scheduler runs them again at once together with the newcomers (their prompts plus what they generated so far).
-A request that arrives while a long batch runs so waits for one slice, not for the whole batch.
+A batch may end before its rows have (a slice): when requests with its key wait, there is room for them and
+letting them in pays (``slice_pays``), ``RowsDone`` ends the batch after at least ``slice_tokens`` tokens, the
+backend hands back the rows that go on, and the scheduler runs them again at once together with the newcomers
+(their prompts plus what they generated so far). A request that arrives while a long batch runs so waits for one
+slice, not for the whole batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
 import unicodedata
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import torch
@@ -49,10 +52,11 @@ class BatchJob(Generic[Payload]):
         self.error: BaseException | None = None
         self.prompt_tokens: int | None = None
         self.completion_tokens = 0
-        # Kept from one slice to the next, by the scheduler thread: how many batches this job was in, what the
-        # backend made of the payload, the tokens generated so far and the row's incremental decoder.
+        self.queued_at = 0.0  # time.monotonic() when submitted
+        self.first_token_at: float | None = None  # time.perf_counter() at the row's first generated token
+        # Kept from one slice to the next, by the scheduler thread: how many batches this job was in, the tokens
+        # generated so far and the row's incremental decoder.
         self.slices = 0
-        self.prepared: Any = None
         self.generated: list[int] = []
         self.text: RowText | _SlowRowText | None = None
         self._chunks: queue.SimpleQueue[str | None] = queue.SimpleQueue()  # None: the last item
@@ -89,12 +93,17 @@ class BatchJob(Generic[Payload]):
 class BatchScheduler(Generic[Payload]):
     """Runs ``run_batch(jobs)`` on one thread of its own, with up to ``max_batch_size`` jobs sharing a key.
 
-    After the first job of a batch arrives it waits up to ``wait_seconds`` for more with the same key; jobs with
-    another key wait their turn (oldest first). ``run_batch`` must end each job it finishes and returns those that
-    go on (a batch that ended its slice early): they come first in the next batch of their key, which starts at
-    once. Any other job it leaves unended is ended here, with ``error_for(exception)`` when it raised. The thread
-    starts with ``start`` or with the first job.
+    A batch gathers jobs with the first one's key until none has come for ``wait_seconds`` and none is on its way
+    (``arriving``: a caller preparing its request), at most ``GATHER_WAITS`` times ``wait_seconds`` after the first
+    arrived, or until it is full: a burst of requests makes one batch, and a request alone waits
+    ``wait_seconds``. Jobs with another key wait
+    their turn (oldest first). ``run_batch`` must end each job it finishes and returns those that go on (a batch
+    that ended its slice early): they come first in the next batch of their key, which starts at once. Any other
+    job it leaves unended is ended here, with ``error_for(exception)`` when it raised. The thread starts with the
+    first job.
     """
+
+    GATHER_WAITS = 8
 
     def __init__(
         self,
@@ -112,6 +121,7 @@ class BatchScheduler(Generic[Payload]):
         self.name = name
         self._batch_sizes: Counter[int] = Counter()
         self._pending: deque[BatchJob[Payload]] = deque()
+        self._arriving: Counter[Hashable] = Counter()  # key -> callers preparing a job with it
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -123,35 +133,27 @@ class BatchScheduler(Generic[Payload]):
         with self._cond:
             return dict(self._batch_sizes)
 
-    def start(self, prepare: Callable[[], object]) -> None:
-        """Start the thread now and run ``prepare`` on it before any job, waiting for it (e.g. compiling: CUDA
-        graphs belong to the thread that records them). Its exception is raised here; the thread goes on to
-        serve jobs either way, until ``close``."""
-        done = threading.Event()
-        failure: list[Exception] = []
-
-        def first() -> None:
-            try:
-                prepare()
-            except Exception as exc:
-                failure.append(exc)
-            finally:
-                done.set()
-
+    @contextlib.contextmanager
+    def arriving(self, key: Hashable) -> Iterator[None]:
+        """Around preparing a job with ``key`` (encoding its prompt and images) before submitting it: a batch of
+        that key being gathered waits for it, up to its limit."""
         with self._cond:
-            if self._thread is not None:
-                raise RuntimeError(f"{self.name} has already started")
-            self._thread = threading.Thread(target=self._loop, args=(first,), name=self.name, daemon=True)
-            self._thread.start()
-        done.wait()
-        if failure:
-            raise failure[0]
+            self._arriving[key] += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._arriving[key] -= 1
+                if not self._arriving[key]:
+                    del self._arriving[key]
+                self._cond.notify_all()
 
     def submit(self, job: BatchJob[Payload]) -> bool:
         """Queue the job; False once the scheduler is closed."""
         with self._cond:
             if self._closed:
                 return False
+            job.queued_at = time.monotonic()
             self._pending.append(job)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
@@ -159,17 +161,16 @@ class BatchScheduler(Generic[Payload]):
             self._cond.notify()
         return True
 
-    def should_make_way(self, jobs: Sequence[BatchJob[Payload]]) -> bool:
-        """Whether a running batch should end its slice: requests with its key wait, none of them has started
-        yet, and the next batch has room for at least one of them beside the rows that go on."""
-        running = sum(not (job.ended.is_set() or job.cancelled.is_set()) for job in jobs)
-        if running >= self.max_batch_size:
-            return False
+    def newcomers(self, jobs: Sequence[BatchJob[Payload]]) -> int:
+        """How many waiting requests could join a running batch if it ended its slice now: those with its key
+        that have not started yet, as many as the next batch has room for beside the rows that go on."""
+        room = self.max_batch_size - sum(not (job.ended.is_set() or job.cancelled.is_set()) for job in jobs)
+        if room <= 0:
+            return 0
         key = jobs[0].key
         with self._cond:
-            return any(
-                job.key == key and not job.slices and not job.cancelled.is_set() for job in self._pending
-            )
+            waiting = sum(job.key == key and not job.slices and not job.cancelled.is_set() for job in self._pending)
+        return min(waiting, room)
 
     def close(self, error: BaseException) -> None:
         """Fail the queued jobs with ``error``, let the running batch finish, and stop the thread."""
@@ -183,10 +184,8 @@ class BatchScheduler(Generic[Payload]):
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
-    def _loop(self, first: Callable[[], None] | None = None) -> None:
+    def _loop(self) -> None:
         try:
-            if first is not None:
-                first()
             while (batch := self._next_batch()) is not None:
                 with self._cond:
                     self._batch_sizes[len(batch)] += 1
@@ -234,13 +233,18 @@ class BatchScheduler(Generic[Payload]):
                 if not self._pending:
                     self._cond.wait()
                     continue
-                key = self._pending[0].key
-                # Rows that go on start at once: whoever made them stop is already waiting.
-                deadline = time.monotonic() + (0 if self._pending[0].slices else self.wait_seconds)
+                first = self._pending[0]
                 while True:
-                    same = [job for job in self._pending if job.key == key and not job.cancelled.is_set()]
+                    same = [job for job in self._pending if job.key == first.key and not job.cancelled.is_set()]
+                    # Rows that go on start at once: whoever made them stop is already waiting.
+                    if first.slices or len(same) >= self.max_batch_size or self._closed:
+                        break
+                    deadline = first.queued_at + self.GATHER_WAITS * self.wait_seconds
+                    if not self._arriving[first.key]:
+                        latest = max((job.queued_at for job in same), default=first.queued_at)
+                        deadline = min(deadline, latest + self.wait_seconds)
                     remaining = deadline - time.monotonic()
-                    if len(same) >= self.max_batch_size or remaining <= 0 or self._closed:
+                    if remaining <= 0:
                         break
                     self._cond.wait(remaining)
                 if self._closed:
@@ -258,12 +262,34 @@ class BatchScheduler(Generic[Payload]):
             job.end()
 
 
+def slice_pays(*, waiting: int, running: int, steps_left: int, step_seconds: float, switch_seconds: float) -> bool:
+    """Whether ending a batch's slice now, to let ``waiting`` requests in, saves more waiting than it costs.
+
+    A waiting request waits for a batch to be built and prefilled either way (``switch_seconds``); not ending the
+    slice, it also waits for the rest of the batch (``steps_left`` decode steps).
+    Ending it, each ``running`` row waits for that switch too, which it would not have. Few newcomers beside many
+    rows near their end are better off waiting; many newcomers, or a long batch ahead, are not.
+    """
+    return waiting * steps_left * step_seconds > running * switch_seconds
+
+
+@dataclass(frozen=True)
+class SliceTiming:
+    """How one batch (slice) ran: from building it to its first token, and per decode step after that."""
+
+    rows: int
+    switch_seconds: float  # building the batch, prefill and the first token
+    steps: int  # decode steps after the first token
+    step_seconds: float  # their mean (0 when there were none)
+
+
 class RowsDone(StoppingCriteria):
     """Stops the rows whose caller is gone or has seen a stop string; ``generate`` keeps the others going.
 
-    Rows past the jobs (``rows`` > len(jobs): filler up to a compiled batch size) are done from the start. When
-    ``make_way()`` says so, after at least ``slice_tokens`` tokens (0: never), every row stops at once: the batch
-    ends its slice and its unfinished rows go on in the next batch.
+    Rows past the jobs (``rows`` > len(jobs): filler up to a compiled batch size) are done from the start. After
+    at least ``slice_tokens`` tokens (0: never), when ``newcomers()`` requests wait and ``slice_pays``, every row
+    stops at once: the batch ends its slice and its unfinished rows go on in the next batch. It times the batch
+    from ``started`` (``time.perf_counter()`` when the backend began building it): ``timing()``.
     """
 
     def __init__(
@@ -271,27 +297,64 @@ class RowsDone(StoppingCriteria):
         jobs: Sequence[BatchJob[Any]],
         rows: int | None = None,
         *,
-        make_way: Callable[[], bool] | None = None,
+        max_new_tokens: int | None = None,
+        newcomers: Callable[[], int] | None = None,
         slice_tokens: int = 0,
+        started: float | None = None,
     ):
         self.jobs = jobs
         self.fillers = (rows or len(jobs)) - len(jobs)
-        self.make_way = make_way
+        self.max_new_tokens = max_new_tokens  # this batch's limit (generate's max_new_tokens)
+        self.newcomers = newcomers
         self.slice_tokens = slice_tokens
+        self.started = time.perf_counter() if started is None else started
         self.tokens = 0
+        self._first_token_at = 0.0
+        self._last_token_at = 0.0
+        self._done: list[bool] = []
+        self._done_tensor: torch.Tensor | None = None
 
     def __call__(self, input_ids: torch.Tensor, scores: object, **kwargs: Any) -> torch.Tensor:
         self.tokens += 1
+        self._last_token_at = time.perf_counter()
+        if self.tokens == 1:
+            self._first_token_at = self._last_token_at
         done = [job.cancelled.is_set() or job.ended.is_set() for job in self.jobs] + [True] * self.fillers
-        if (
-            self.make_way is not None
-            and self.slice_tokens
-            and self.tokens >= self.slice_tokens
-            and not all(done)
-            and self.make_way()
-        ):
+        if self._should_end_slice(done):
             done = [True] * len(done)
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+        if done != self._done or self._done_tensor is None:
+            # A new tensor only when a row changed: copying to the GPU at every step would wait for the step.
+            self._done, self._done_tensor = done, torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+        return self._done_tensor
+
+    def timing(self) -> SliceTiming:
+        steps = max(self.tokens - 1, 0)
+        step = (self._last_token_at - self._first_token_at) / steps if steps else 0.0
+        return SliceTiming(len(self.jobs), max(self._first_token_at - self.started, 0.0), steps, step)
+
+    def _should_end_slice(self, done: list[bool]) -> bool:
+        # At least two tokens: the time of a decode step is known from the second one on.
+        if self.newcomers is None or not self.slice_tokens or self.tokens < max(self.slice_tokens, 2) or all(done):
+            return False
+        waiting = self.newcomers()
+        if not waiting:
+            return False
+        running = [job for job in self.jobs if not (job.cancelled.is_set() or job.ended.is_set())]
+        batch_left = (self.max_new_tokens or self.tokens) - self.tokens
+        steps_left = max(
+            (min(job.max_new_tokens - job.completion_tokens, batch_left) if job.max_new_tokens is not None
+             else batch_left) for job in running
+        )
+        timing = self.timing()
+        # The next batch's switch, from this one's: prefilling more rows takes longer (on a CPU, in proportion).
+        switch = timing.switch_seconds * (len(running) + waiting) / len(self.jobs)
+        return slice_pays(
+            waiting=waiting,
+            running=len(running),
+            steps_left=steps_left,
+            step_seconds=timing.step_seconds,
+            switch_seconds=switch,
+        )
 
 
 class RowStreamer(BaseStreamer):
@@ -322,6 +385,8 @@ class RowStreamer(BaseStreamer):
             if job.ended.is_set():
                 continue
             job.completion_tokens += 1
+            if job.first_token_at is None:
+                job.first_token_at = time.perf_counter()
             if job.cancelled.is_set():
                 job.end()  # nobody reads this row any more
             elif token in self.eos_token_ids:

@@ -15,6 +15,14 @@ Settings (transformers backend):
 - ``compile_cache_lengths``: cache lengths, prompt + new tokens (default 1024, 2048). Memory: each shape holds a
   cache of batch size x cache length tokens.
 - ``compile_backend``: a ``torch.compile`` backend (default "inductor", with CUDA graphs on a GPU).
+
+Everything compiled runs on one thread per process (``models_runtime/decode_thread.py``): the warm-up, every
+``generate()`` of a compiled model and the reset when the last one is released.
+
+transformers compiles the decode step on accelerators only, so ``compiled_decoding`` true needs CUDA. The runtime's
+own tests (and ``benchmarks/gpu_serving.py`` run on the CPU) compile on the CPU, with torch.compile's "eager"
+backend, by setting ``TESTS_COMPILE_ON_CPU``, which lifts that limit through a flag transformers keeps for its
+tests; nothing else sets it.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import torch
 from transformers import CompileConfig, StaticCache
 
 from models_runtime.base import PermanentModelError
+from models_runtime.decode_thread import run_on_decode_thread
 from models_runtime.settings import SettingsReader
 
 logger = logging.getLogger(__name__)
@@ -40,6 +49,8 @@ DEFAULT_CACHE_LENGTHS = (1024, 2048)
 # cudagraph trees run a new shape once to warm up, record it on the next call and replay it after: three decode
 # steps (four new tokens, the first from the prefill) leave every shape recorded.
 WARM_UP_NEW_TOKENS = 4
+# Tests only: compile on the CPU too (see the module's docstring and tests/runtime_fixtures.py).
+TESTS_COMPILE_ON_CPU = False
 
 _live_lock = threading.Lock()
 _live = 0  # CompiledDecoding objects not yet released in this process
@@ -110,6 +121,11 @@ class CompileSettings:
         asked = enabled is True
         if enabled == "auto":
             enabled = device.startswith("cuda")
+        elif enabled and not device.startswith("cuda") and not TESTS_COMPILE_ON_CPU:
+            raise PermanentModelError(
+                f'transformers setting "compiled_decoding" true needs a CUDA device (device is "{device}"): '
+                'transformers compiles the decode step on GPUs only; "auto" turns it on where it can'
+            )
         return cls(Buckets(batch_sizes, cache_lengths), backend, asked) if enabled else None
 
 
@@ -148,8 +164,8 @@ class CompiledDecoding:
         # "reduce-overhead" is inductor's CUDA graphs; other backends take no mode.
         mode = "reduce-overhead" if inductor and cuda else "default" if inductor else None
         self.compile_config = CompileConfig(backend=settings.backend, mode=mode)  # type: ignore[arg-type]  # None: no mode
-        if not cuda:
-            # transformers compiles on accelerators only unless the config says otherwise (its flag for this).
+        if not cuda and TESTS_COMPILE_ON_CPU:
+            # transformers' own flag for compiling on any device, "useful for testing purposes" (its words).
             self.compile_config._compile_all_devices = True  # type: ignore[assignment]  # declared None
         # The keyword a cache is passed by: "cache" in recent transformers, "past_key_values" before.
         parameters = inspect.signature(model.forward).parameters
@@ -174,7 +190,7 @@ class CompiledDecoding:
             _live -= 1
             last = _live == 0
         if last:
-            torch.compiler.reset()
+            run_on_decode_thread(torch.compiler.reset)  # CUDA graphs are reset on the thread that owns them
 
     def plan(self, rows: int, width: int, new_tokens: int, longest: int) -> Plan:
         plan = self.buckets.plan(rows, width, new_tokens, longest)
@@ -192,7 +208,10 @@ class CompiledDecoding:
         return {self.cache_argument: cache, "compile_config": self.compile_config, "cache_implementation": None}
 
     def warm_up(self, *, filler_token: int, pad_token_id: int | None) -> WarmUp:
-        """Compile every shape: a few greedy steps of filler rows each. Run it on the thread that will serve."""
+        """Compile every shape: a few greedy steps of filler rows each, on the decode thread (which serves them)."""
+        return run_on_decode_thread(lambda: self._warm_up(filler_token, pad_token_id))
+
+    def _warm_up(self, filler_token: int, pad_token_id: int | None) -> WarmUp:
         device = next(self.model.parameters()).device
         cuda = device.type == "cuda"
         reserved = torch.cuda.memory_reserved(device) if cuda else 0

@@ -2,7 +2,7 @@ import pytest
 
 from annotate.models import User
 from tests.factories import ModelConfigFactory, UserFactory
-from tests.runtime_fixtures import release_backends, tiny_causal_path, tiny_llava_path  # noqa: F401
+from tests.runtime_fixtures import compile_on_cpu, release_backends, tiny_causal_path, tiny_llava_path  # noqa: F401
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@ not installed (a GPU box: see benchmarks/gpu_check.sh)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 
@@ -29,3 +31,21 @@ def release_backends():
     registry.release_all()
     yield
     registry.release_all()
+
+
+@contextlib.contextmanager
+def compiling_on_cpu():
+    """Compiled decoding on the CPU, for tests: transformers compiles the decode step on GPUs only, except with
+    the flag it keeps for its own tests (models_runtime.compiled_decoding.TESTS_COMPILE_ON_CPU). It is read when
+    a backend loads: backends loaded inside compile on the CPU for as long as they live."""
+    from models_runtime import compiled_decoding
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiled_decoding, "TESTS_COMPILE_ON_CPU", True)
+        yield
+
+
+@pytest.fixture
+def compile_on_cpu():
+    with compiling_on_cpu():
+        yield

@@ -6,19 +6,26 @@ Settings:
 - ``device``: "auto" (default: cuda when available, else cpu), "cpu" or "cuda" (or "cuda:N").
 - ``dtype``: "auto" (default: bfloat16 on cuda, float32 on cpu), "bfloat16", "float16" or "float32".
 - ``max_batch_size``: how many concurrent requests may share one ``generate()`` (default 8; 1 = one at a time).
-- ``batch_wait_ms``: how long to wait for more requests to join a batch once the first arrives (default 5).
-- ``batch_slice_tokens``: a running batch makes way for requests that wait with the same settings after this
-  many new tokens (default 16; 0: a batch runs to its end first). Its unfinished rows go on in the next batch.
+- ``batch_wait_ms``: how long a batch waits for the next request to join it (default 5, 10 with compiled
+  decoding); each arrival restarts the wait, and requests still being encoded are waited for, up to 8 times
+  this after the first request, so a burst of requests runs as one batch. Callers encode their requests one at
+  a time, with Python's threads switching every 5 ms: 10 ms keeps a burst together, and a request that misses
+  a compiled batch waits for many fast steps.
+- ``batch_slice_tokens``: a running batch may make way for requests that wait with the same settings after this
+  many new tokens (default 16; 0: a batch runs to its end first), when letting them in saves more waiting than
+  building the batch again costs (``models_runtime/batching.py``). Its unfinished rows go on in the next batch.
 - ``compiled_decoding``, ``compile_batch_sizes``, ``compile_cache_lengths``, ``compile_backend``: a static KV
   cache and a compiled decode step, on by default with CUDA (``models_runtime/compiled_decoding.py``).
 
 Image-text-to-text checkpoints load with ``AutoProcessor`` + ``AutoModelForImageTextToText``; anything else
 falls back to ``AutoTokenizer`` + ``AutoModelForCausalLM`` and rejects requests with images. One scheduler
-thread owns the model (``models_runtime/batching.py``): concurrent ``stream()`` calls (a Celery worker with
-``-P threads``) queue their request; requests with the same generation settings run as one left-padded batch,
-each row streaming to its own caller. Seeded sampling runs alone, so a seed gives the same answer under load.
-Each prompt is encoded on its own (``models_runtime/batch_rows.py``); set ``max_batch_size`` to 1 for a
-checkpoint whose processor output cannot be batched that way.
+thread per model gathers the batches (``models_runtime/batching.py``): concurrent ``stream()`` calls (a Celery
+worker with ``-P threads``) encode their prompt and images in their own thread and queue the request; requests
+with the same generation settings run as one left-padded batch, each row streaming to its own caller. With
+compiled decoding, ``generate()`` itself runs on the process's decode thread (``models_runtime/decode_thread.py``).
+Seeded sampling runs alone, so a seed gives the same answer under load. Each prompt is encoded on its own
+(``models_runtime/batch_rows.py``); set ``max_batch_size`` to 1 for a checkpoint whose processor output cannot be
+batched that way.
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import threading
+import time
+from collections import deque
 from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, Literal, NamedTuple, Protocol, TypedDict
 
@@ -55,7 +65,7 @@ from models_runtime.base import (
     TransientModelError,
 )
 from models_runtime.batch_rows import EncodedPrompt, collate
-from models_runtime.batching import BatchJob, BatchScheduler, RowsDone, RowStreamer
+from models_runtime.batching import BatchJob, BatchScheduler, RowsDone, RowStreamer, SliceTiming
 from models_runtime.compiled_decoding import (
     COMPILE_KEYS,
     CompiledDecoding,
@@ -64,6 +74,7 @@ from models_runtime.compiled_decoding import (
     Shape,
     WarmUp,
 )
+from models_runtime.decode_thread import run_on_decode_thread
 from models_runtime.settings import SettingsReader
 from models_runtime.textstream import StopCutter
 
@@ -103,12 +114,10 @@ class ChatTurn(TypedDict):
 
 
 class Row(NamedTuple):
-    """One request's row of a batch, prepared in the caller's thread."""
+    """One request's row of a batch, encoded in the caller's thread."""
 
-    prompt: str
-    images: list[Image.Image]
+    prompt: EncodedPrompt
     settings: GenerationSettings
-    add_special_tokens: bool  # part of the batch key too: the same for every row of a batch
 
 
 class TransformersBackend(Backend):
@@ -135,9 +144,9 @@ class TransformersBackend(Backend):
         self._torch_dtype = getattr(torch, self.dtype)
         reader = SettingsReader("transformers", self.settings)
         self.max_batch_size = reader.integer("max_batch_size", 8, minimum=1)
-        self.batch_wait_ms = reader.number("batch_wait_ms", 5, minimum=0)
         self.batch_slice_tokens = reader.integer("batch_slice_tokens", 16, minimum=0)
         compile_settings = CompileSettings.read(reader, device=self.device, max_batch_size=self.max_batch_size)
+        self.batch_wait_ms = reader.number("batch_wait_ms", 5 if compile_settings is None else 10, minimum=0)
         self._scheduler = BatchScheduler(
             self._run_batch,
             self._batch_error,
@@ -152,6 +161,8 @@ class TransformersBackend(Backend):
         self._eos_token_ids: set[int] = set()
         self.compiled: CompiledDecoding | None = None
         self.compile_failure = ""
+        self._encoding = threading.Lock()  # fast tokenizers are not thread-safe: one encoding at a time
+        self.slice_timings: deque[SliceTiming] = deque(maxlen=10_000)  # the latest batches' timings (benchmarks)
         self._load()
         if compile_settings is not None:
             self._compile(compile_settings)
@@ -196,13 +207,13 @@ class TransformersBackend(Backend):
             ) from exc
 
     def _compile(self, settings: CompileSettings) -> None:
-        """Compile every shape now, on the scheduler thread (which serves them), before any request runs."""
+        """Compile every shape now, on the decode thread (which serves them), before any request runs."""
         assert self.model is not None and self.tokenizer is not None  # loaded, or _load raised
         compiled = CompiledDecoding(self.model, settings, self.device)
         pad_token_id = _pad_token_id(self.tokenizer)
         filler = pad_token_id if pad_token_id is not None else 0
         try:
-            self._scheduler.start(lambda: compiled.warm_up(filler_token=filler, pad_token_id=pad_token_id))
+            compiled.warm_up(filler_token=filler, pad_token_id=pad_token_id)
         except Exception as exc:
             compiled.release()
             self.compile_failure = f"{type(exc).__name__}: {exc}"
@@ -270,9 +281,11 @@ class TransformersBackend(Backend):
             raise PermanentModelError(
                 f"the model at {self.path} is text-only; it cannot take the {image_count} image(s) in this request"
             )
-        job = self._job(request, tokenizer)
-        if not self._scheduler.submit(job):
-            raise self._closed_error()
+        key = _batch_key(request.settings)
+        with self._scheduler.arriving(key):  # a batch being gathered waits for this request
+            job = self._job(request, tokenizer, key)
+            if not self._scheduler.submit(job):
+                raise self._closed_error()
         cutter = StopCutter(request.settings.stop)
         finished = False
         try:
@@ -291,9 +304,10 @@ class TransformersBackend(Backend):
             raise job.error
         stream.prompt_tokens = job.prompt_tokens
         stream.completion_tokens = job.completion_tokens
+        stream.first_token_at = job.first_token_at
 
-    def _job(self, request: ModelRequest, tokenizer: PreTrainedTokenizerBase) -> BatchJob[Row]:
-        """Images and prompt text, prepared in the caller's thread (tokenizing waits for the scheduler's)."""
+    def _job(self, request: ModelRequest, tokenizer: PreTrainedTokenizerBase, key: Hashable) -> BatchJob[Row]:
+        """The request's prompt and images, encoded in the caller's thread: while a batch runs, not after it."""
         try:
             images = [part.to_pil() for message in request.messages for part in message.images]
         except Exception as exc:
@@ -304,22 +318,37 @@ class TransformersBackend(Backend):
         bos = tokenizer.bos_token
         # The template may already start with BOS; do not add a second one.
         add_special_tokens = not (bos and prompt.startswith(bos))
-        return BatchJob(
-            payload=Row(prompt, images, request.settings, add_special_tokens),
-            key=(_batch_key(request.settings), add_special_tokens),
+        job: BatchJob[Row] = BatchJob(
+            payload=Row(self._encode(prompt, images, add_special_tokens), request.settings),
+            key=key,
             max_new_tokens=request.settings.max_new_tokens,
         )
+        job.prompt_tokens = len(job.payload.prompt.input_ids)
+        return job
+
+    def _encode(self, prompt: str, images: list[Image.Image], add_special_tokens: bool) -> EncodedPrompt:
+        options: dict[str, Any] = {"return_tensors": "pt", "add_special_tokens": add_special_tokens}
+        try:
+            with self._encoding:
+                if self.processor is not None:
+                    encoding = self.processor(text=[prompt], images=images or None, **options)
+                else:
+                    assert self.tokenizer is not None  # checked by _chunks
+                    encoding = self.tokenizer([prompt], **options)
+            return EncodedPrompt.from_encoding(encoding)
+        except Exception as exc:
+            raise PermanentModelError(
+                f"cannot prepare the input for {self.path}: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def _run_batch(self, jobs: list[BatchJob[Row]]) -> Sequence[BatchJob[Row]]:
-        """One slice of a batch; returns the jobs that go on. Runs on the scheduler thread, the only one that
-        tokenizes: fast tokenizers are not thread-safe."""
+        """One slice of a batch; returns the jobs that go on. Runs on the scheduler thread; ``generate()`` runs on
+        the decode thread when decoding is compiled."""
+        started = time.perf_counter()
         model, tokenizer = self.model, self.tokenizer
         if model is None or tokenizer is None:
             raise self._closed_error()
-        jobs = [job for job in jobs if self._prepare(job)]
-        if not jobs:
-            return []
-        lengths = [len(job.prepared.input_ids) + len(job.generated) for job in jobs]
+        lengths = [len(job.payload.prompt.input_ids) + len(job.generated) for job in jobs]
         left = [(job.max_new_tokens or 0) - job.completion_tokens for job in jobs]
         if self.compiled is not None:
             longest = max(length + more for length, more in zip(lengths, left, strict=True))
@@ -335,9 +364,11 @@ class TransformersBackend(Backend):
         done = RowsDone(
             jobs,
             rows,
-            make_way=lambda: self._scheduler.should_make_way(jobs),
+            max_new_tokens=plan.max_new_tokens,
+            newcomers=lambda: self._scheduler.newcomers(jobs),
             # A seeded row draws from one random stream from start to end: it never stops half-way.
             slice_tokens=0 if settings.seed is not None else self.batch_slice_tokens,
+            started=started,
         )
         kwargs: dict[str, Any] = dict(
             max_new_tokens=plan.max_new_tokens,
@@ -349,11 +380,20 @@ class TransformersBackend(Backend):
             kwargs.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p)
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        with torch.inference_mode():  # the static caches are inference tensors: reset them in this mode too
-            if plan.shape is not None:
-                assert self.compiled is not None  # plans with a shape come from it
-                kwargs.update(self.compiled.generate_options(plan.shape))
-            model.generate(**inputs, **kwargs)
+        compiled, shape = self.compiled, plan.shape
+
+        def generate() -> None:
+            with torch.inference_mode():  # the static caches are inference tensors: reset them in this mode too
+                if shape is not None:
+                    assert compiled is not None  # plans with a shape come from it
+                    kwargs.update(compiled.generate_options(shape))
+                model.generate(**inputs, **kwargs)
+
+        if compiled is not None:
+            run_on_decode_thread(generate)
+        else:
+            generate()
+        self.slice_timings.append(done.timing())
         return jobs
 
     def _batch_error(self, exc: Exception) -> Exception:
@@ -364,30 +404,11 @@ class TransformersBackend(Backend):
             return exc
         return PermanentModelError(f"generation failed with {self.path}: {type(exc).__name__}: {exc}")
 
-    def _prepare(self, job: BatchJob[Row]) -> bool:
-        """Encode the job's prompt on its first slice (kept for the next); False, with the job ended, if it fails."""
-        if job.prepared is not None:
-            return True
-        row = job.payload
-        options: dict[str, Any] = {"return_tensors": "pt", "add_special_tokens": row.add_special_tokens}
-        try:
-            if self.processor is not None:
-                encoding = self.processor(text=[row.prompt], images=row.images or None, **options)
-            else:
-                assert self.tokenizer is not None  # checked by _run_batch
-                encoding = self.tokenizer([row.prompt], **options)
-            job.prepared = EncodedPrompt.from_encoding(encoding)
-        except Exception as exc:
-            job.end(PermanentModelError(f"cannot prepare the input for {self.path}: {type(exc).__name__}: {exc}"))
-            return False
-        job.prompt_tokens = len(job.prepared.input_ids)
-        return True
-
     def _batch(self, jobs: list[BatchJob[Row]], pad_token_id: int | None, *, filler_rows: int) -> dict[str, Any]:
         """The jobs' rows (prompt and tokens so far), left-padded, on the model's device and in its dtype."""
         try:
             batch = collate(
-                [(job.prepared, job.generated) for job in jobs],
+                [(job.payload.prompt, job.generated) for job in jobs],
                 pad_token_id=pad_token_id if pad_token_id is not None else 0,
                 filler_rows=filler_rows,
             )

@@ -9,7 +9,7 @@ import io
 import pytest
 
 from tests.fake_openai_server import serving
-from tests.runtime_fixtures import release_backends, tiny_causal_path, tiny_llava_path  # noqa: F401
+from tests.runtime_fixtures import compile_on_cpu, release_backends, tiny_causal_path, tiny_llava_path  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,7 @@ Also the parts on their own: the scheduler's queue, the stopping criterion, the 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ import torch
 from models_runtime import GenerationSettings, Message, ModelRequest, PermanentModelError
 from models_runtime.backends.transformers import TransformersBackend
 from models_runtime.batch_rows import EncodedPrompt, collate
-from models_runtime.batching import BatchJob, BatchScheduler, RowsDone, RowStreamer
+from models_runtime.batching import BatchJob, BatchScheduler, RowsDone, RowStreamer, slice_pays
 from models_runtime.tiny import build_tokenizer
 
 
@@ -120,37 +121,89 @@ def test_a_row_whose_caller_left_is_not_run_again():
     scheduler.close(PermanentModelError("closed"))
 
 
-def test_a_batch_makes_way_only_for_newcomers_with_its_key_that_have_room():
-    scheduler = BatchScheduler(lambda jobs: jobs, PermanentModelError, max_batch_size=2, wait_seconds=0)
+def test_newcomers_are_waiting_requests_with_the_batch_key_as_many_as_there_is_room_for():
+    scheduler = BatchScheduler(lambda jobs: jobs, PermanentModelError, max_batch_size=3, wait_seconds=0)
     running = [BatchJob("r1", "a", max_new_tokens=9)]
-    assert not scheduler.should_make_way(running)  # nobody waits
+    assert scheduler.newcomers(running) == 0  # nobody waits
 
-    scheduler._pending.append(other := BatchJob("o", "b"))  # queued without starting the thread
-    assert not scheduler.should_make_way(running)  # another key cannot join
+    scheduler._pending.append(BatchJob("o", "b"))  # queued without starting the thread
+    assert scheduler.newcomers(running) == 0  # another key cannot join
     scheduler._pending.append(started := BatchJob("s", "a"))
     started.slices = 1
-    assert not scheduler.should_make_way(running)  # already served once: it waits its turn
-    scheduler._pending.append(BatchJob("n", "a"))
-    assert scheduler.should_make_way(running)
-    assert not scheduler.should_make_way([*running, BatchJob("r2", "a")])  # the next batch would be full
-    del other
+    assert scheduler.newcomers(running) == 0  # already served once: it waits its turn
+    scheduler._pending.extend([BatchJob("n1", "a"), BatchJob("n2", "a")])
+    assert scheduler.newcomers(running) == 2
+    assert scheduler.newcomers([*running, BatchJob("r2", "a")]) == 1  # room for one beside two rows
+    assert scheduler.newcomers([*running, BatchJob("r2", "a"), BatchJob("r3", "a")]) == 0  # full
+
+
+@pytest.mark.parametrize(
+    ("waiting", "running", "steps_left", "pays"),
+    [
+        (1, 1, 100, True),  # a long answer ahead: the newcomer should not wait for it
+        (1, 15, 20, False),  # one newcomer would hold up fifteen rows near their end
+        (4, 8, 20, True),  # four newcomers save 100 ms each, eight rows lose 40 ms each
+        (4, 8, 0, False),  # the batch ends anyway
+    ],
+)
+def test_a_slice_ends_early_only_when_the_waiting_it_saves_outweighs_building_the_batch_again(
+    waiting, running, steps_left, pays
+):
+    # A decode step of 5 ms, 40 ms to build and prefill the batch again.
+    assert slice_pays(waiting=waiting, running=running, steps_left=steps_left, step_seconds=0.005,
+                      switch_seconds=0.04) is pays
 
 
 # -- the stopping criterion and the streamer --------------------------------------------------------------------
 
 
-def test_rows_done_marks_filler_rows_and_ends_the_slice_when_asked_after_enough_tokens():
-    jobs = [BatchJob(None, "k"), BatchJob(None, "k")]
+def rows_done(jobs, *, switch_seconds: float, newcomers=lambda: 1) -> RowsDone:
+    """A criterion whose batch took ``switch_seconds`` before its first token (steps are as fast as they come)."""
+    return RowsDone(jobs, 4, max_new_tokens=100, newcomers=newcomers, slice_tokens=3,
+                    started=time.perf_counter() - switch_seconds)
+
+
+def step(done: RowsDone) -> list[bool]:
+    time.sleep(0.002)  # a step of the batch
+    return done(torch.zeros((4, 1), dtype=torch.long), None).tolist()
+
+
+def test_rows_done_marks_filler_rows_and_ends_the_slice_for_newcomers_after_enough_tokens():
+    jobs = [BatchJob(None, "k", max_new_tokens=100), BatchJob(None, "k", max_new_tokens=100)]
     jobs[1].cancel()
     asked = []
-    done = RowsDone(jobs, 4, make_way=lambda: asked.append(1) or True, slice_tokens=3)
-    ids = torch.zeros((4, 1), dtype=torch.long)
+    done = rows_done(jobs, switch_seconds=0, newcomers=lambda: asked.append(1) or 1)
 
-    assert done(ids, None).tolist() == [False, True, True, True]
-    assert done(ids, None).tolist() == [False, True, True, True]
+    assert step(done) == [False, True, True, True]
+    assert step(done) == [False, True, True, True]
     assert asked == []  # not asked before the slice has its tokens
-    assert done(ids, None).tolist() == [True, True, True, True]
+    assert step(done) == [True, True, True, True]
     assert asked == [1]
+    timing = done.timing()
+    assert (timing.rows, timing.steps) == (2, 2) and timing.step_seconds >= 0.002
+
+
+def test_rows_done_keeps_the_slice_going_when_building_the_batch_again_costs_more():
+    jobs = [BatchJob(None, "k", max_new_tokens=100)]
+    slow_to_build = rows_done(jobs, switch_seconds=3600)
+    without_newcomers = rows_done(jobs, switch_seconds=0, newcomers=lambda: 0)
+
+    assert [step(slow_to_build) for _ in range(5)] == [[False, True, True, True]] * 5
+    assert [step(without_newcomers) for _ in range(5)] == [[False, True, True, True]] * 5
+    assert slow_to_build.timing().switch_seconds >= 3600
+
+
+def test_rows_done_hands_generate_the_same_tensor_until_a_row_changes():
+    """A new tensor is a copy to the GPU, which waits for the step to finish: not at every step."""
+    jobs = [BatchJob(None, "k"), BatchJob(None, "k")]
+    done = RowsDone(jobs, 2)
+    ids = torch.zeros((2, 1), dtype=torch.long)
+    first, second = done(ids, None), done(ids, None)
+    jobs[0].cancel()
+    third = done(ids, None)
+
+    assert first is second and third is not second
+    assert third.tolist() == [True, False] and first.tolist() == [False, False]
 
 
 def test_a_row_ends_at_its_own_limit_and_one_that_goes_on_keeps_its_text_for_the_next_slice():

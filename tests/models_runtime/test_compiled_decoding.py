@@ -1,19 +1,24 @@
 """Compiled decoding in the transformers backend: which shape a batch takes, the fall-back to the dynamic path, and
 the same answers as without compiling. On the CPU torch.compile runs its "eager" backend (tracing, guards and
-recompiles as with inductor, no code generation), so these tests take seconds; the CUDA tests use inductor."""
+recompiles as with inductor, no code generation), so these tests take seconds; the CUDA tests use inductor.
+transformers compiles on the CPU only for tests (``compiling_on_cpu``)."""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import pytest
 import torch
+from transformers import CompileConfig, LlavaForConditionalGeneration
 
 from models_runtime import GenerationSettings, ImagePart, Message, ModelRequest, PermanentModelError
 from models_runtime.backends.transformers import TransformersBackend
 from models_runtime.compiled_decoding import Buckets, CompileSettings, Plan, Shape, default_batch_sizes
+from models_runtime.decode_thread import THREAD_NAME
 from models_runtime.settings import SettingsReader
 from tests.models_runtime.helpers import together
+from tests.runtime_fixtures import compiling_on_cpu
 
 COMPILED = {"device": "cpu", "compiled_decoding": True, "compile_backend": "eager"}
 
@@ -90,8 +95,22 @@ def test_compiling_is_off_by_default_on_the_cpu_and_on_with_cuda():
     assert read() is None and read(compiled_decoding=False, device="cuda") is None
     on = read(device="cuda")
     assert on == CompileSettings(Buckets((1, 2, 4, 8), (1024, 2048)), "inductor", asked=False)
-    asked = read(compiled_decoding=True, compile_batch_sizes=[4, 1], compile_cache_lengths=[512], compile_backend="eager")
+    asked = read(device="cuda", compiled_decoding=True, compile_batch_sizes=[4, 1], compile_cache_lengths=[512],
+                 compile_backend="eager")
     assert asked == CompileSettings(Buckets((1, 4), (512,)), "eager", asked=True)
+
+
+def test_compiled_decoding_asked_for_on_the_cpu_is_refused():
+    """transformers would skip compiling there (with a warning) and serve a static cache uncompiled."""
+    with pytest.raises(PermanentModelError, match='"compiled_decoding" true needs a CUDA device \\(device is "cpu"\\)'):
+        read(compiled_decoding=True)
+
+
+def test_transformers_still_has_the_flag_these_tests_compile_on_the_cpu_with():
+    """If this fails, transformers changed how it decides to compile: the CPU tests of compiled decoding would no
+    longer compile anything (test_a_failing_compile_fails_the_load_when_asked_for fails too). Find its new way,
+    in CompiledDecoding.__init__ and tests/runtime_fixtures.py, or run these tests on a GPU only."""
+    assert hasattr(CompileConfig, "_compile_all_devices"), "transformers' CompileConfig._compile_all_devices is gone"
 
 
 @pytest.mark.parametrize(
@@ -123,7 +142,8 @@ def llava_pair(tiny_llava_path):
     """The same checkpoint without and with compiled decoding (batch sizes 1, 2, 4 at cache lengths 96, 192)."""
     settings = {"path": tiny_llava_path, "max_batch_size": 4, "batch_wait_ms": 2000}
     dynamic = TransformersBackend({**settings, "device": "cpu"})
-    compiled = TransformersBackend({**settings, **COMPILED, "compile_cache_lengths": [96, 192]})
+    with compiling_on_cpu():
+        compiled = TransformersBackend({**settings, **COMPILED, "compile_cache_lengths": [96, 192]})
     yield dynamic, compiled
     dynamic.close()
     compiled.close()
@@ -184,7 +204,7 @@ def test_rows_that_share_too_little_cache_stop_early_and_go_on(llava_pair, png_b
     assert grew(compiled.decoding_shapes, shapes) == {Shape(2, 192): 1, Shape(1, 192): 1}
 
 
-def test_a_failing_compile_fails_the_load_when_asked_for(tiny_causal_path, monkeypatch):
+def test_a_failing_compile_fails_the_load_when_asked_for(tiny_causal_path, monkeypatch, compile_on_cpu):
     def failing_compile(*args, **kwargs):
         raise RuntimeError("no compiler here")
 
@@ -192,6 +212,67 @@ def test_a_failing_compile_fails_the_load_when_asked_for(tiny_causal_path, monke
 
     with pytest.raises(PermanentModelError, match=r"compiled decoding failed for .*tiny-causal.*no compiler here"):
         TransformersBackend({"path": tiny_causal_path, **COMPILED, "compile_cache_lengths": [64]})
+
+
+def test_a_compiled_backend_waits_longer_for_a_batch_to_gather(tiny_causal_path, compile_on_cpu):
+    """Its steps are fast: a request that misses a batch by a few milliseconds waits for many of them."""
+    backend = TransformersBackend({"path": tiny_causal_path, **COMPILED, "compile_batch_sizes": [1],
+                                   "compile_cache_lengths": [64]})
+    try:
+        assert backend.batch_wait_ms == 10 and backend._scheduler.wait_seconds == 0.01
+    finally:
+        backend.close()
+
+
+# -- one decode thread -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def generate_threads(monkeypatch) -> list[str]:
+    """The name of the thread each LLaVA generate() runs on."""
+    names: list[str] = []
+    generate = LlavaForConditionalGeneration.generate
+
+    def recorded(self, *args, **kwargs):
+        names.append(threading.current_thread().name)
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(LlavaForConditionalGeneration, "generate", recorded)
+    return names
+
+
+def serve_twice_reloaded(tiny_llava_path, settings, png_bytes) -> list[TransformersBackend]:
+    """Load, serve and release the model, then load it again (a changed config, a worker that reloaded it) and
+    serve again: the second model compiles and serves too, none falls back to the dynamic path."""
+    requests = [ask("Hi?"), ask("What is shown in the image?", png_bytes)]
+    backends = []
+    for _ in range(2):
+        backend = TransformersBackend({"path": tiny_llava_path, "max_batch_size": 2, "batch_wait_ms": 2000,
+                                       "compiled_decoding": True, "compile_cache_lengths": [96], **settings})
+        try:
+            assert backend.warm_up is not None and backend.warm_up.shapes == 2, backend.compiled_decoding
+            with no_recompiles():
+                results = together(backend, requests) + [backend.stream(requests[1]).collect()]
+            assert not [result for result in results if isinstance(result, BaseException)], results
+            assert backend.decoding_shapes == {Shape(2, 96): 1, Shape(1, 96): 1}
+        finally:
+            backend.close()
+        backends.append(backend)
+    return backends
+
+
+def test_a_model_loaded_again_compiles_and_serves_on_the_one_decode_thread(
+    tiny_llava_path, png_bytes, generate_threads, compile_on_cpu
+):
+    """torch.compile's CUDA graphs work only on the thread that set them up (torch 2.11): each model's scheduler
+    thread is its own, so every compile and compiled generate() of every model runs on the process's one
+    decode thread, which outlives the models."""
+    first, second = serve_twice_reloaded(tiny_llava_path, {"device": "cpu", "compile_backend": "eager"}, png_bytes)
+
+    assert first._scheduler._thread is not second._scheduler._thread  # each model had a scheduler thread of its own
+    assert len(generate_threads) == 2 * (2 + 2)
+    assert {name.split("_")[0] for name in generate_threads} == {THREAD_NAME}  # warm-ups and batches alike
+    assert len(set(generate_threads)) == 1
 
 
 # -- on a GPU -------------------------------------------------------------------------------------------------
@@ -217,6 +298,14 @@ def test_inductor_with_cuda_graphs_serves_every_batch_size_without_compiling_aga
         assert backend.decoding_shapes == {Shape(4, 128): 1, Shape(1, 128): 3}
     finally:
         backend.close()
+
+
+@cuda_only
+def test_a_model_loaded_again_serves_with_cuda_graphs(tiny_llava_path, png_bytes, generate_threads):
+    """The failure this thread exists for: inductor's CUDA graphs, a model released and loaded again."""
+    serve_twice_reloaded(tiny_llava_path, {}, png_bytes)
+
+    assert len(set(generate_threads)) == 1 and generate_threads[0].startswith(THREAD_NAME)
 
 
 @cuda_only

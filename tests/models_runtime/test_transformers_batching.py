@@ -282,6 +282,67 @@ def test_scheduler_groups_by_key_oldest_first_up_to_the_limit():
     scheduler.close(PermanentModelError("closed"))
 
 
+def recording(ran: list[list]):
+    def run_batch(jobs):
+        ran.append([job.payload for job in jobs])
+        for job in jobs:
+            job.end()
+
+    return run_batch
+
+
+def submit_every(scheduler: BatchScheduler, seconds: float, count: int) -> list[BatchJob]:
+    jobs = [BatchJob(index, "k") for index in range(count)]
+    for job in jobs:
+        scheduler.submit(job)
+        time.sleep(seconds)
+    for job in jobs:
+        assert job.ended.wait(5)
+    return jobs
+
+
+def test_a_burst_of_requests_a_few_milliseconds_apart_runs_as_one_batch():
+    """Callers encode their prompts before queueing them: a burst arrives spread over more than one wait."""
+    ran: list[list] = []
+    scheduler = _scheduler(recording(ran), max_batch_size=100, wait_seconds=0.2)
+
+    submit_every(scheduler, 0.05, 6)  # 0.3 s in all, 0.05 s apart
+
+    assert ran == [[0, 1, 2, 3, 4, 5]]
+    scheduler.close(PermanentModelError("closed"))
+
+
+def test_a_batch_waits_for_requests_still_being_prepared_with_its_key():
+    """A caller encoding a large image takes longer than the wait: the batch waits for it (not for other keys)."""
+    ran: list[list] = []
+    scheduler = _scheduler(recording(ran), max_batch_size=10, wait_seconds=0.05)
+    first, late, other = BatchJob("first", "k"), BatchJob("late", "k"), BatchJob("other", "x")
+
+    with scheduler.arriving("x"):  # never holds a batch of "k"
+        with scheduler.arriving("k"):
+            scheduler.submit(first)
+            time.sleep(0.2)  # four waits
+            scheduler.submit(late)
+        assert late.ended.wait(5)
+        scheduler.submit(other)
+    assert other.ended.wait(5)
+
+    assert ran == [["first", "late"], ["other"]]
+    scheduler.close(PermanentModelError("closed"))
+
+
+def test_a_batch_stops_gathering_after_eight_waits_when_requests_never_stop_coming():
+    ran: list[list] = []
+    scheduler = _scheduler(recording(ran), max_batch_size=1000, wait_seconds=0.1)
+
+    submit_every(scheduler, 0.02, 100)  # 2 s of requests 0.02 s apart
+
+    assert BatchScheduler.GATHER_WAITS == 8 and len(ran) >= 2
+    assert 20 <= len(ran[0]) <= 60, ran  # 0.8 s of them
+    assert [payload for batch in ran for payload in batch] == list(range(100))
+    scheduler.close(PermanentModelError("closed"))
+
+
 def test_scheduler_skips_cancelled_jobs_and_fails_the_queue_on_close():
     release = threading.Event()
     ran: list[str] = []

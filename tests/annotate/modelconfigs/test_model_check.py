@@ -318,8 +318,8 @@ def test_check_model_command_device_and_errors(tiny_llava_path):
         call_command("check_model", "broken-cli")
 
 
-def test_the_check_shows_the_warm_up_of_compiled_decoding(tiny_llava_path, admin_client):
-    """Compiled on the CPU with torch.compile's "eager" backend: one batch size at one cache length."""
+def test_the_check_shows_the_warm_up_of_compiled_decoding(tiny_llava_path, admin_client, compile_on_cpu):
+    """Compiled on the CPU (as tests may) with torch.compile's "eager" backend: one batch size at one cache length."""
     settings = {"path": tiny_llava_path, "device": "cpu", "max_batch_size": 1, "compiled_decoding": True,
                 "compile_backend": "eager", "compile_cache_lengths": [256]}
     config = ModelConfigFactory(name="tiny-compiled", backend=ModelConfig.Backend.TRANSFORMERS,
