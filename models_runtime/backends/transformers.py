@@ -75,13 +75,14 @@ from models_runtime.compiled_decoding import (
     WarmUp,
 )
 from models_runtime.decode_thread import run_on_decode_thread
+from models_runtime.devices import resolve_device, resolve_dtype
+from models_runtime.first_requests import serve_first_requests
 from models_runtime.settings import SettingsReader
 from models_runtime.textstream import StopCutter
 
 logger = logging.getLogger(__name__)
 
 SETTINGS_KEYS = {"path", "device", "dtype", "max_batch_size", "batch_wait_ms", "batch_slice_tokens", *COMPILE_KEYS}
-DTYPES = ("bfloat16", "float16", "float32")
 
 
 class GenerativeModel(Protocol):
@@ -139,8 +140,8 @@ class TransformersBackend(Backend):
         # A missing directory would make from_pretrained treat the path as a hub id: refuse before that.
         if not os.path.isdir(self.path):
             raise PermanentModelError(f"transformers checkpoint directory not found: {self.path}")
-        self.device = _resolve_device(self.settings.get("device", "auto"))
-        self.dtype = _resolve_dtype(self.settings.get("dtype", "auto"), self.device)
+        self.device = resolve_device(self.settings.get("device", "auto"))
+        self.dtype = resolve_dtype(self.settings.get("dtype", "auto"), self.device)
         self._torch_dtype = getattr(torch, self.dtype)
         reader = SettingsReader("transformers", self.settings)
         self.max_batch_size = reader.integer("max_batch_size", 8, minimum=1)
@@ -166,6 +167,11 @@ class TransformersBackend(Backend):
         self._load()
         if compile_settings is not None:
             self._compile(compile_settings)
+        if self.device.startswith("cuda"):
+            serve_first_requests(self)
+            self.slice_timings.clear()  # the figures of what was served start with the first real request
+            if self.compiled is not None:
+                self.compiled.batches.clear()
 
     # -- loading -------------------------------------------------------------------------------------------
 
@@ -486,27 +492,3 @@ def _plain_text(content: str | list[ContentPart]) -> str:
     if isinstance(content, str):
         return content
     return "\n".join("<image>" if part["type"] == "image" else part["text"] for part in content)
-
-
-def _resolve_device(value: str) -> str:
-    value = str(value or "auto").lower()
-    if value == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if value == "cpu":
-        return value
-    if value == "cuda" or value.startswith("cuda:"):
-        if not torch.cuda.is_available():
-            raise PermanentModelError(
-                f'device "{value}" was asked for, but CUDA is not available on this machine'
-            )
-        return value
-    raise PermanentModelError(f'unknown device "{value}": use "auto", "cpu" or "cuda"')
-
-
-def _resolve_dtype(value: str, device: str) -> str:
-    value = str(value or "auto").lower()
-    if value == "auto":
-        return "bfloat16" if device.startswith("cuda") else "float32"
-    if value not in DTYPES:
-        raise PermanentModelError(f'unknown dtype "{value}": use "auto", {", ".join(DTYPES)}')
-    return value
