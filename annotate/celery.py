@@ -13,7 +13,7 @@ WORKER_OPTIONS = ("--without-gossip", "--without-mingle")
 
 app = Celery("annotate")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["annotate.sessions", "annotate.imports", "annotate.modelconfigs", "annotate.bench",
+app.autodiscover_tasks(["annotate.sessions", "annotate.queue", "annotate.imports", "annotate.modelconfigs", "annotate.bench",
                         "evaluation"])
 
 

@@ -165,6 +165,8 @@ MODEL_BREAKER_FAILURES = env_int("MODEL_BREAKER_FAILURES", 5)
 CELERY_BEAT_SCHEDULE = {
     # A round whose worker died (no heartbeat for STALLED_ROUND_GRACE_SECONDS) is failed with Retry.
     "rounds-reap-stalled": {"task": "annotate.tasks.rounds_reap_stalled", "schedule": 5.0},
+    # Assignment leases that ran out go back to the pool (the next-item queue also sweeps when it finds nothing).
+    "assignments-expire": {"task": "annotate.tasks.assignments_expire", "schedule": 5.0},
     # Each active model served by a real server (openai, transformers) answers a short probe on its own queue.
     "models-probe": {"task": "annotate.tasks.models_probe", "schedule": float(MODEL_PROBE_SECONDS)},
     # Export files older than EXPORT_RETENTION_DAYS are deleted (their job rows stay, marked expired).
@@ -284,7 +286,7 @@ USE_TZ = True
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "annotate.server.authentication.PreparedTokenAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # DRF's JSON parser with a nesting cap and a check for text the database cannot store (annotate/parsers.py).
@@ -325,8 +327,6 @@ SPECTACULAR_SETTINGS = {
 ALLOW_REMOTE_IMAGES = env_bool("ALLOW_REMOTE_IMAGES", False)
 ASSIGNMENT_LEASE_SECONDS = env_int("ASSIGNMENT_LEASE_SECONDS", 300)
 STREAM_SAVE_INTERVAL_SECONDS = 0.5  # partial answers are saved this often so a reload resumes mid-generation
-# The hot reads compiled to SQL once per process (annotate.server.prepared); 0 runs the plain ORM instead.
-PREPARED_QUERIES = env_bool("PREPARED_QUERIES", True)
 
 LOGGING = {
     "version": 1,

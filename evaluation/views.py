@@ -22,6 +22,7 @@ from annotate.costs import batch_costs, budget_message
 from annotate.errors import ApplicationError, NotFound
 from annotate.errors import PermissionDenied as DomainPermissionDenied
 from annotate.models import Rating
+from annotate.queue.capacity import batch_capacity
 from annotate.server.throttles import job_creation_wait
 from evaluation import export_jobs, exports, selectors, services
 from evaluation.exporters.tables import render as render_table
@@ -172,6 +173,7 @@ def batch_report(request, batch_id: int):
         "fire": fire,
         "costs": batch_costs(batch),
         "budget_message": budget_message(batch),
+        "capacity": batch_capacity(batch),
         "batch": batch,
         "aggregate": selectors.aggregate_of(batch),
         "form": form,

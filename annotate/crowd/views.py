@@ -15,7 +15,9 @@ from django.views.decorators.http import require_http_methods
 from annotate.assignments import assignment_current
 from annotate.crowd import services as crowd
 from annotate.errors import ApplicationError
+from annotate.queue.services import nothing_to_serve, open_items_count
 from annotate.server.markdown import markdown_to_html
+from annotate.shares import participant_share
 
 PROLIFIC_COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
 
@@ -48,18 +50,26 @@ def join(request, token: str):
 @never_cache
 @login_required
 def done(request):
+    """The completion page: the code and the link back to the crowd platform once the participant's share is done
+    (completed items; skips only where the batch counts them), else what is left."""
     user = request.user
     batch = user.crowd_batch
     if batch is None:
         return render(request, "annotate/done.html", {"not_invited": True}, status=404)
-    remaining = crowd.participant_items_left(participant=user, batch=batch)
+    share = participant_share(user, batch)
     current = assignment_current(annotator=user)
-    finished = remaining == 0 and current is None
+    open_to_them = open_items_count(annotator=user)
+    finished = share is not None and current is None and share.done(nothing_left=not open_to_them)
     code = batch.completion_code if finished else ""
+    # Nothing open to them and the share not done: nothing more will come (say so), or others hold it for now.
+    empty = nothing_to_serve(annotator=user) if not finished and current is None and not open_to_them else None
     return render(request, "annotate/done.html", {
         "batch": batch,
+        "share": share,
         "finished": finished,
-        "remaining": remaining,
+        "remaining": open_to_them,  # capped by what their share has left
+        "no_more": empty is not None and empty.state == "done",
+        "retry_after": empty.retry_after if empty is not None else None,
         "current": current,
         "code": code,
         "prolific_url": PROLIFIC_COMPLETE_URL.format(code=code) if code and "crowd_prolific" in request.session
