@@ -80,17 +80,18 @@ def capacity_planned(*, kind: str, models: int, overlap: int, repeats: bool, ann
 
 def batch_capacity(batch: Batch) -> Capacity | None:
     """The batch as it stands: its open units against the people who may still be served each."""
-    models = batch.models_to_evaluate.count() if batch.kind == Batch.Kind.INTERFEEDBACK else 0
+    models = len(batch.serving_models) if batch.kind == Batch.Kind.INTERFEEDBACK else 0  # the batch's models
     planned = capacity_planned(kind=batch.kind, models=models, overlap=batch.overlap,
                                repeats=batch.allow_repeat_tasks, annotators=annotator_pool(batch).count())
     if planned is None:
         return None
-    # Nobody who may work on it had a unit more than once, and every one of them who had it holds a slot of it or
-    # gave it up (a skip, a lease that ran out): with that many spare people no unit can fall short.
-    given_up = Assignment.objects.filter(work_item__batch=batch, status__in=[
-        Assignment.Status.SKIPPED, Assignment.Status.EXPIRED]).count()
-    if planned.annotators >= planned.people_per_unit + given_up:
-        return planned
+    if not planned.short:
+        # Nobody who may work on it had a unit more than once, and every one of them who had it holds a slot of it
+        # or gave it up (a skip, a lease that ran out): with that many spare people no unit can fall short.
+        given_up = Assignment.objects.filter(work_item__batch=batch, status__in=[
+            Assignment.Status.SKIPPED, Assignment.Status.EXPIRED]).count()
+        if planned.annotators >= planned.people_per_unit + given_up:
+            return planned
     more, unservable = _shortfall(batch, planned.annotators)
     return Capacity(planned.people_per_unit, planned.unit, planned.annotators, more, unservable)
 
