@@ -2,31 +2,18 @@
 (with Prolific's parameters), see their own share (2 items, in a batch of 12 pairs), do it by keyboard, and the
 moment the share is done the next-item button gives them the completion code and the link back to Prolific."""
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 
 from annotate.crowd import services as crowd
 from annotate.models import Assignment, Batch, User
+from tests.browser.conftest import answer_until_done
 from tests.factories import ModelConfigFactory, make_batch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CODE = "C0DE-PROLIFIC-2"
 PID = "5f1d2c3b4a5e6f7a8b9c0d1f"
-
-
-def answer_until_done(page) -> None:
-    """Feedback by keyboard, round after round, until the session is over (the simulated model improves)."""
-    for index in (1, 2, 3):
-        page.locator("#done-panel:visible, #feedback-input:focus").first.wait_for(timeout=30_000)
-        if page.locator("#done-panel").is_visible():
-            return
-        page.keyboard.type("Look again at the picture, part by part.")  # states no answer
-        page.keyboard.press("Control+Enter")
-        expect(page.locator(f'li[data-round="{index}"] .verdict')).to_have_class(re.compile("correct|wrong"))
-    expect(page.locator("#done-panel")).to_be_visible()
 
 
 def test_a_prolific_participant_joins_does_the_share_and_sees_the_code_at_once(browser, asgi_server,
