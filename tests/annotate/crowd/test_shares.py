@@ -113,3 +113,16 @@ def test_the_code_and_return_link_come_at_once_when_the_share_is_done(client, ap
     assert client.get(reverse("home"))["Location"] == reverse("crowd-done")  # home leads there too
     api_client.force_authenticate(participant)
     assert api_client.post(reverse("api-next"), {}, format="json").json() == {"state": "done", "url": "/done/"}
+
+
+def test_the_invite_links_page_counts_finished_shares_by_the_same_rule(client, study):
+    from annotate.crowd.selectors import invite_links_usage
+
+    Batch.objects.filter(pk=study.pk).update(skips_count_toward_share=True, max_counted_skips=1)
+    study.refresh_from_db()
+    link, token = crowd.invite_link_create(batch=study, label="pilot")
+    client.post(reverse("crowd-join", args=[token]))
+    assignment_skip(assignment=take(client), reason="image does not load")
+    finish(take(client))
+    (row,) = invite_links_usage(batch=study)
+    assert (row.joined, row.items_done, row.finished_share) == (1, 1, 1)  # a counted skip and a completed item
