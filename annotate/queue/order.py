@@ -28,7 +28,7 @@ def serving_order(seed: int, task_ids: Sequence[int], model_ids: Sequence[int]) 
     cycle = model_cycle(seed, model_ids)
     tasks = list(task_ids)
     random.Random(f"{seed}:tasks").shuffle(tasks)
-    pairs = []
+    pairs: list[tuple[int, int]] = []
     for rank, task_id in enumerate(tasks):
         shift = rank % len(cycle) if cycle else 0
         pairs.extend((task_id, model_id) for model_id in cycle[shift:] + cycle[:shift])
