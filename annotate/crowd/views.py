@@ -59,17 +59,18 @@ def done(request):
     share = participant_share(user, batch)
     current = assignment_current(annotator=user)
     open_to_them = open_items_count(annotator=user)
-    finished = share is not None and current is None and share.done(nothing_left=not open_to_them)
+    # Nothing open to them: nothing more will come, or others hold what is left for now.
+    empty = nothing_to_serve(annotator=user) if current is None and not open_to_them else None
+    nothing_left = empty is not None and empty.state == "done"
+    finished = share is not None and current is None and share.done(nothing_left=nothing_left)
     code = batch.completion_code if finished else ""
-    # Nothing open to them and the share not done: nothing more will come (say so), or others hold it for now.
-    empty = nothing_to_serve(annotator=user) if not finished and current is None and not open_to_them else None
     return render(request, "annotate/done.html", {
         "batch": batch,
         "share": share,
         "finished": finished,
         "remaining": open_to_them,  # capped by what their share has left
-        "no_more": empty is not None and empty.state == "done",
-        "retry_after": empty.retry_after if empty is not None else None,
+        "no_more": nothing_left and not finished,  # and the share not done: say so rather than "continue"
+        "retry_after": empty.retry_after if empty is not None and not finished else None,
         "current": current,
         "code": code,
         "prolific_url": PROLIFIC_COMPLETE_URL.format(code=code) if code and "crowd_prolific" in request.session
