@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo test test-fast test-orm install chromium lint clean
+.PHONY: demo test test-fast install chromium lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,10 +37,6 @@ chromium:
 # The full suite. DATABASE_URL / REDIS_URL select PostgreSQL and Redis; without them SQLite and embedded Redis.
 test: install chromium
 	$(PY) -m pytest
-
-# The suite (but the browser tests) with every prepared query run through the plain ORM (annotate/server/prepared.py).
-test-orm: install
-	PREPARED_QUERIES=0 $(PY) -m pytest -m "not browser"
 
 test-fast: install
 	$(PY) -m pytest -m "not browser and not e2e"

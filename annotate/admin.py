@@ -114,8 +114,10 @@ class BatchAdmin(admin.ModelAdmin):
     list_filter = ("kind", "status", "allow_repeat_tasks")
     search_fields = ("name",)
     filter_horizontal = ("models_to_evaluate", "members")
-    # Annotators are set by the import's settings (`--annotators`), which keeps annotators_named in step.
-    readonly_fields = ("task_count", "import_report", "created_at", "annotators", "annotators_named")
+    # Annotators are set by the import's settings (`--annotators`), which keeps annotators_named in step; the serving
+    # order is drawn once from the seed (set at import) and kept, so a study can be run again the same way.
+    readonly_fields = ("task_count", "import_report", "created_at", "annotators", "annotators_named", "serving_seed",
+                       "serving_models", "annotators_started")
 
 
 @admin.register(Task)

@@ -14,6 +14,7 @@ from celery import current_app
 
 ROUND_GENERATE = "annotate.tasks.round_generate"
 ROUNDS_REAP_STALLED = "annotate.tasks.rounds_reap_stalled"
+ASSIGNMENTS_EXPIRE = "annotate.tasks.assignments_expire"
 BATCH_IMPORT = "annotate.tasks.batch_import_job"
 MODEL_CHECK = "annotate.tasks.model_config_check_job"
 MODELS_PROBE = "annotate.tasks.models_probe"

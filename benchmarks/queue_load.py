@@ -654,12 +654,12 @@ def explain(batch_name: str) -> None:
     from django.db import connection, transaction
 
     from annotate.models import Batch, User
-    from annotate.queue.services import _open_items
+    from annotate.queue.items import batch_items
 
     batch = Batch.objects.get(name=batch_name)
     user = User.objects.filter(username__startswith="bench-").order_by("username").first()
     with transaction.atomic():
-        query = _open_items(user, batch).select_for_update(skip_locked=True, of=("self",))[:1]
+        query = batch_items(batch, user.pk).select_for_update(skip_locked=True, of=("self",))[:1]
         print("\nnext-item query plan (annotator with history):")
         print(query.explain(analyze=True))
     print(f"\nPostgreSQL {connection.cursor().connection.server_version}")

@@ -16,8 +16,8 @@ app = Celery("annotate")
 # through it (annotate.queue_contract) and never imports this module.
 app.set_default()
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["annotate.sessions", "annotate.imports", "annotate.modelconfigs", "annotate.bench",
-                        "evaluation.interfeedback", "evaluation.exports"])
+app.autodiscover_tasks(["annotate.sessions", "annotate.queue", "annotate.imports", "annotate.modelconfigs",
+                        "annotate.bench", "evaluation.interfeedback", "evaluation.exports"])
 
 
 @worker_process_shutdown.connect  # prefork: each child process

@@ -166,6 +166,8 @@ MODEL_BREAKER_FAILURES = env_int("MODEL_BREAKER_FAILURES", 5)
 CELERY_BEAT_SCHEDULE = {
     # A round whose worker died (no heartbeat for STALLED_ROUND_GRACE_SECONDS) is failed with Retry.
     "rounds-reap-stalled": {"task": queue_contract.ROUNDS_REAP_STALLED, "schedule": 5.0},
+    # Assignment leases that ran out go back to the pool (the next-item queue also sweeps when it finds nothing).
+    "assignments-expire": {"task": queue_contract.ASSIGNMENTS_EXPIRE, "schedule": 5.0},
     # Each active model served by a real server (openai, transformers) answers a short probe on its own queue.
     "models-probe": {"task": queue_contract.MODELS_PROBE, "schedule": float(MODEL_PROBE_SECONDS)},
     # Export files older than EXPORT_RETENTION_DAYS are deleted (their job rows stay, marked expired).
@@ -285,7 +287,7 @@ USE_TZ = True
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "annotate.server.authentication.PreparedTokenAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # DRF's JSON parser with a nesting cap and a check for text the database cannot store (annotate/server/parsers.py).
@@ -326,8 +328,6 @@ SPECTACULAR_SETTINGS = {
 ALLOW_REMOTE_IMAGES = env_bool("ALLOW_REMOTE_IMAGES", False)
 ASSIGNMENT_LEASE_SECONDS = env_int("ASSIGNMENT_LEASE_SECONDS", 300)
 STREAM_SAVE_INTERVAL_SECONDS = 0.5  # partial answers are saved this often so a reload resumes mid-generation
-# The hot reads compiled to SQL once per process (annotate.server.prepared); 0 runs the plain ORM instead.
-PREPARED_QUERIES = env_bool("PREPARED_QUERIES", True)
 
 LOGGING = {
     "version": 1,

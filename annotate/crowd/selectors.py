@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils import timezone
 
 from annotate.crowd.services import PROLIFIC_PARAMS, invite_token_create
 from annotate.models import Assignment, Batch, InviteLink, User
+from annotate.shares import counted_skips
 
 
 @dataclass(frozen=True)
@@ -40,21 +41,23 @@ def invite_links_usage(*, batch: Batch) -> list[InviteLinkUse]:
     """Every link of the batch, newest first, with its use (three grouped queries whatever the number of links)."""
     links = list(InviteLink.objects.filter(batch=batch).select_related("batch", "created_by"))
     joined = dict(User.objects.filter(invite_link__batch=batch).values_list("invite_link").annotate(n=Count("id")))
-    done_by: dict[int, Counter] = defaultdict(Counter)
-    finished = Assignment.objects.filter(status=Assignment.Status.COMPLETED, work_item__batch=batch,
-                                         annotator__invite_link__batch=batch)
-    for link_id, annotator_id, count in finished.values_list("annotator__invite_link", "annotator").annotate(
-            n=Count("id")):
-        done_by[link_id][annotator_id] = count
+    done_by: dict[int, Counter] = defaultdict(Counter)  # completed items per person
+    counted_by: dict[int, Counter] = defaultdict(Counter)  # what counts toward their share (skips where they may)
+    people = Assignment.objects.filter(work_item__batch=batch, annotator__invite_link__batch=batch).values_list(
+        "annotator__invite_link", "annotator").annotate(
+        completed=Count("id", filter=Q(status=Assignment.Status.COMPLETED)),
+        skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)))
+    for link_id, annotator_id, completed, skipped in people:
+        done_by[link_id][annotator_id] = completed
+        counted_by[link_id][annotator_id] = completed + counted_skips(batch, skipped)
     limit = batch.items_per_participant
     rows = []
     for link in links:
         path, prolific = invite_link_paths(link)
-        per_person = done_by[link.pk]
         rows.append(InviteLinkUse(
             link=link, path=path, prolific_path=prolific, joined=joined.get(link.pk, 0),
-            items_done=sum(per_person.values()),
-            finished_share=None if not limit else sum(1 for n in per_person.values() if n >= limit)))
+            items_done=sum(done_by[link.pk].values()),
+            finished_share=None if not limit else sum(1 for n in counted_by[link.pk].values() if n >= limit)))
     return rows
 
 

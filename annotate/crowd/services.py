@@ -27,8 +27,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from annotate.errors import ApplicationError
-from annotate.models import Assignment, Batch, InviteLink, User
-from annotate.queue.services import open_items_count
+from annotate.models import Batch, InviteLink, User
 
 SALT = "feedback_lab.crowd.invite"
 PID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -182,17 +181,3 @@ def batch_set_completion_code(*, batch: Batch, code: str) -> None:
         raise ApplicationError(gettext("A completion code is at most 64 letters, digits, '-' or '_'."), code="bad_code")
     Batch.objects.filter(pk=batch.pk).update(completion_code=code)
     batch.completion_code = code
-
-
-def participant_items_left(*, participant: User, batch: Batch) -> int:
-    """Items the participant still has to do besides the one in progress (the completion page's count): their
-    share of the batch (``items_per_participant`` less what they took, finished or under way; skips do not count),
-    capped by what the queue could still serve them. Without a share, what the queue could serve them."""
-    open_to_them = open_items_count(annotator=participant)
-    if not batch.items_per_participant or not open_to_them:
-        return open_to_them
-    taken = Assignment.objects.filter(
-        annotator=participant, work_item__batch=batch,
-        status__in=[Assignment.Status.ACTIVE, Assignment.Status.COMPLETED],
-    ).count()
-    return max(0, min(batch.items_per_participant - taken, open_to_them))

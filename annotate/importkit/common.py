@@ -62,6 +62,7 @@ class ImportReport:
     problem_total: int = 0
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    capacity: dict | None = None  # can the people who may work on the batch finish it (annotate.queue.capacity)
 
     @property
     def ok(self) -> bool:
@@ -105,6 +106,7 @@ class ImportReport:
             "problem_total": self.problem_total,
             "problems": [p.as_dict() for p in self.problems],
             "warnings": list(self.warnings),
+            "capacity": self.capacity,
             "timings": dict(self.timings),
         }
 

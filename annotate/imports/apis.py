@@ -62,6 +62,15 @@ class ImportCreateApi(APIView):
         budget = serializers.DecimalField(
             max_digits=12, decimal_places=2, required=False, allow_null=True, min_value=0,
             help_text="Model spending limit in the models' currency; once reached no new session starts")
+        seed = serializers.IntegerField(
+            required=False, min_value=0, max_value=2**31 - 1,
+            help_text="Seed of the serving order (tasks, models per task, each annotator's turn of models); "
+                      "a random one when not given. The same seed serves a study again in the same order")
+        skips_count_toward_share = serializers.BooleanField(
+            required=False, allow_null=True,
+            help_text="Invited participants' skipped items count toward their share (at most max_counted_skips)")
+        max_counted_skips = serializers.IntegerField(required=False, min_value=0, max_value=1000,
+                                                     help_text="How many of a participant's skips count at most")
         map = serializers.CharField(required=False, allow_blank=True, help_text="rows: field=column,...")
         category = serializers.CharField(required=False, allow_blank=True, max_length=100)
         update = serializers.BooleanField(default=False)

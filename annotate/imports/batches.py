@@ -24,7 +24,8 @@ from annotate.errors import ApplicationError
 from annotate.importkit.common import ImportContext, ImportReport, Progress, gc_paused
 from annotate.imports.category_order import batch_categories, category_order_clean, category_order_resolve
 from annotate.imports.registry import IMPORTERS
-from annotate.models import Batch, ModelConfig, Task, TaskImage, User
+from annotate.models import Assignment, Batch, ModelConfig, Task, TaskImage, User
+from annotate.queue.capacity import annotator_pool, capacity_planned
 from annotate.queue.services import work_items_create_for_batch
 from annotate.server.json_limits import DEPTH_MESSAGE, too_deep
 from annotate.sessions.prompts import DEFAULT_TEMPLATES
@@ -32,7 +33,9 @@ from annotate.sessions.prompts import DEFAULT_TEMPLATES
 logger = logging.getLogger(__name__)
 
 SETTING_KEYS = ("models", "overlap", "max_rounds", "prompt_templates", "gold_rate", "allow_repeat_tasks",
-                "instructions", "researchers", "annotators", "category_order", "budget")
+                "instructions", "researchers", "annotators", "category_order", "budget", "seed",
+                "skips_count_toward_share", "max_counted_skips")
+MAX_SEED = 2**31 - 1
 EVERYONE = ("*", "all")  # "researchers": every researcher (and admin) account; "annotators": no one named
 MAX_INSTRUCTIONS_CHARS = 20_000
 _TEMPLATE_FIELDS = {"question": "", "options": "", "answer_format": "", "feedback": "", "ground_truth": ""}
@@ -79,11 +82,16 @@ def batch_settings_clean(raw: dict | None, report: ImportReport) -> dict:
             report.add(None, "settings.gold_rate", f"must be a number from 0 to 1, got {raw['gold_rate']!r}")
     if "prompt_templates" in raw:
         clean["prompt_templates"] = _templates_clean(raw["prompt_templates"], report)
-    if "allow_repeat_tasks" in raw:
-        if isinstance(raw["allow_repeat_tasks"], bool):
-            clean["allow_repeat_tasks"] = raw["allow_repeat_tasks"]
-        else:
-            report.add(None, "settings.allow_repeat_tasks", f"must be true or false, got {raw['allow_repeat_tasks']!r}")
+    for flag in ("allow_repeat_tasks", "skips_count_toward_share"):
+        if flag in raw:
+            if isinstance(raw[flag], bool):
+                clean[flag] = raw[flag]
+            else:
+                report.add(None, f"settings.{flag}", f"must be true or false, got {raw[flag]!r}")
+    if "seed" in raw:
+        clean["seed"] = _int_setting(raw["seed"], "seed", 0, MAX_SEED, report)
+    if "max_counted_skips" in raw:
+        clean["max_counted_skips"] = _int_setting(raw["max_counted_skips"], "max_counted_skips", 0, 1000, report)
     if "researchers" in raw:
         clean["researchers"] = _researchers_clean(raw["researchers"], report)
     if "annotators" in raw:
@@ -191,10 +199,13 @@ def _templates_clean(value, report: ImportReport) -> dict | None:
 def _settings_apply(batch: Batch, clean: dict) -> bool:
     """Set the given settings on a locked batch; True when something changed."""
     changed = False
-    for key in ("overlap", "max_rounds", "gold_rate", "prompt_templates", "allow_repeat_tasks", "instructions",
-                "category_order", "budget"):
-        if key in clean and getattr(batch, key) != clean[key]:
-            setattr(batch, key, clean[key])
+    for key, field in (("overlap", "overlap"), ("max_rounds", "max_rounds"), ("gold_rate", "gold_rate"),
+                       ("prompt_templates", "prompt_templates"), ("allow_repeat_tasks", "allow_repeat_tasks"),
+                       ("instructions", "instructions"), ("category_order", "category_order"), ("budget", "budget"),
+                       ("seed", "serving_seed"), ("skips_count_toward_share", "skips_count_toward_share"),
+                       ("max_counted_skips", "max_counted_skips")):
+        if key in clean and getattr(batch, field) != clean[key]:
+            setattr(batch, field, clean[key])
             changed = True
     if "budget" in clean and batch.pk is not None:  # a raised budget opens the batch again, a lowered one closes it
         batch.budget_reached = batch_spent(batch) >= clean["budget"]
@@ -227,6 +238,7 @@ def batch_settings_apply(*, batch: Batch, settings: dict) -> Batch:
     if "category_order" in clean:
         clean["category_order"] = category_order_resolve(given=clean["category_order"], previous=batch.category_order,
                                                          present=batch_categories(batch), report=report)
+    _seed_check(clean, batch, report)
     if not report.ok:
         raise ApplicationError("; ".join(str(p) for p in report.problems),
                                extra={"problems": [p.as_dict() for p in report.problems]})
@@ -274,19 +286,52 @@ def batch_import(*, path, name: str, kind: str, dry_run: bool = False, update: b
         _recorded_answers_check(getattr(plan, "records", None) or getattr(plan, "conversations", ()), clean,
                                 existing, report)
         _category_order_plan(importer, plan, clean, existing, report)
+        _seed_check(clean, existing, report)
     if plan is None and report.ok:
         report.add(None, None, "the file could not be read")
     if not report.ok:
         report.status = "invalid"
-    elif dry_run:
-        report.status = "dry_run"
     else:
-        if progress is not None:
-            progress("write", 0, 0)  # announced before the transaction, while others can still see it
-        with report.timed("write"), gc_paused():
-            _write(importer, plan, ctx, clean, name, existing, created_by)
+        _capacity_report(importer.batch_kind, clean, existing, report)
+        if dry_run:
+            report.status = "dry_run"
+        else:
+            if progress is not None:
+                progress("write", 0, 0)  # announced before the transaction, while others can still see it
+            with report.timed("write"), gc_paused():
+                _write(importer, plan, ctx, clean, name, existing, created_by)
     report.timings["total"] = round(time.perf_counter() - start, 3)
     return report
+
+
+def _seed_check(clean: dict, batch: Batch | None, report: ImportReport) -> None:
+    """A batch keeps the serving seed its items were first served by: a study re-run from it is served alike."""
+    if "seed" in clean and batch is not None and batch.serving_seed != clean["seed"] and Assignment.objects.filter(
+            work_item__batch=batch).exists():
+        report.add(None, "settings.seed", f"batch {batch.name!r} has served items in the order of seed "
+                   f"{batch.serving_seed}; it keeps that seed (a new seed is for a new batch)")
+
+
+def _capacity_report(kind: str, clean: dict, existing: Batch | None, report: ImportReport) -> None:
+    """Whether the people who may work on the batch can finish it (dry runs too): each task needs models x overlap
+    different people. Short of them, a warning says how many more are needed."""
+    def setting(key: str, field: str, default):
+        return clean[key] if key in clean else getattr(existing, field) if existing is not None else default
+
+    if "models" in clean:
+        models = len(clean["models"])
+    else:
+        models = existing.models_to_evaluate.count() if existing is not None else 0
+    named = clean.get("annotators")  # [] opens the batch to everyone
+    capacity = capacity_planned(
+        kind=kind, models=models, overlap=setting("overlap", "overlap", Batch._meta.get_field("overlap").default),
+        repeats=setting("allow_repeat_tasks", "allow_repeat_tasks", False),
+        annotators=annotator_pool(existing, named=named).count())
+    if capacity is None:
+        return
+    report.capacity = capacity.as_dict()
+    if capacity.short:
+        report.warn(capacity.sentence())
 
 
 def _category_order_plan(importer, plan, clean: dict, existing: Batch | None, report: ImportReport) -> None:

@@ -64,6 +64,16 @@ class ImportForm(forms.Form):
         help_text="Comma-separated category names, the columns of the report's tables in this order "
                   "(e.g. Visual Logic,MMMU-Pro,MathVerse); the rest follow as they first appear in the file",
     )
+    seed = forms.IntegerField(
+        min_value=0, max_value=2**31 - 1, required=False, label="Serving seed",
+        help_text="Seed of the order tasks and models are served in; empty: a random one (shown on the report). "
+                  "The same seed serves a study again in the same order")
+    skips_count_toward_share = forms.BooleanField(
+        required=False, label="Skips count toward a participant's share",
+        help_text="Invited participants' skipped items count as done, up to the number below (otherwise only "
+                  "completed items earn the completion code)")
+    max_counted_skips = forms.IntegerField(min_value=0, max_value=1000, required=False,
+                                           help_text="How many skips count at most (default 1)")
     prompt_templates = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False,
                                        help_text='JSON, e.g. {"receiver_retry": "{feedback}\\nTry again."}')
     column_map = forms.CharField(required=False, help_text="Rows only: question=question,answer=answer,id=qid,...")
@@ -85,6 +95,8 @@ def import_new(request):
                     "category_order": data["category_order"] or None,
                     "budget": None if data["budget"] is None else str(data["budget"]),  # JSON in the job
                     "annotators": data["annotators"].strip() or None,
+                    "seed": data["seed"], "max_counted_skips": data["max_counted_skips"],
+                    "skips_count_toward_share": data["skips_count_toward_share"] or None,  # unticked: as it is
                     "researchers": "*" if data["all_researchers"]
                     else [u.username for u in data["researchers"]] or None}
         try:

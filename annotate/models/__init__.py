@@ -17,9 +17,9 @@ from annotate.models.core import (
     _new_pseudonym,  # noqa: F401  (migration 0001 names it as annotate.models._new_pseudonym)
 )
 from annotate.models.crowd import InviteLink
-from annotate.models.sessions import LeakWarning, Round, Session, VerdictOverride
+from annotate.models.sessions import LeakWarning, Round, RoundFailure, Session, VerdictOverride
 
 __all__ = [
     "Assignment", "Batch", "BenchAnswer", "BenchLane", "BenchRun", "FireRunTurn", "Conversation", "ImageBlob", "InviteLink", "Job", "LeakWarning", "ModelConfig", "Ranking", "Rating",
-    "Round", "Session", "Task", "TaskImage", "Turn", "User", "VerdictOverride", "WorkItem",
+    "Round", "RoundFailure", "Session", "Task", "TaskImage", "Turn", "User", "VerdictOverride", "WorkItem",
 ]

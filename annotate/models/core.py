@@ -16,6 +16,11 @@ def _new_pseudonym() -> str:
     return "ann-" + secrets.token_hex(4)
 
 
+def new_serving_seed() -> int:
+    """A batch's serving seed when none is given at import (annotate.queue.order)."""
+    return secrets.randbelow(2**31)
+
+
 class User(AbstractUser):
     class Role(models.TextChoices):
         ANNOTATOR = "annotator", _("Annotator")
@@ -173,6 +178,23 @@ class Batch(models.Model):
         help_text="Invited participants (invite links) get at most this many items, then the completion code; "
                   "empty: as many as the batch has for them",
     )
+    skips_count_toward_share = models.BooleanField(
+        default=False, help_text="A participant's skipped items count toward their share (at most max_counted_skips)",
+    )
+    max_counted_skips = models.PositiveSmallIntegerField(
+        default=1, help_text="With skips_count_toward_share: how many of a participant's skips count at most",
+    )
+    # The serving order (annotate.queue.order): pairs interleaved per task and each annotator's models in turn,
+    # drawn from this seed, so a study can be run again in the same order and described in a paper.
+    serving_seed = models.PositiveIntegerField(
+        default=new_serving_seed, help_text="Seed of the order tasks and models are served in (set at import)",
+    )
+    serving_models = models.JSONField(
+        default=list, blank=True, help_text="The models' ids in the turn annotators are served them (from the seed)",
+    )
+    annotators_started = models.PositiveIntegerField(
+        default=0, help_text="How many annotators have started on the batch (the n-th starts at model n mod M)",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -283,6 +305,9 @@ class Assignment(models.Model):
     skip_reason = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    position = models.PositiveIntegerField(
+        default=0, help_text="The item's place in its annotator's sequence of the batch (1: their first)",
+    )
 
     class Meta:
         constraints = [

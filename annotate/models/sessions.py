@@ -155,6 +155,25 @@ class LeakWarning(models.Model):
         indexes = [models.Index(fields=["annotator", "session"], name="leak_warning_by_annotator")]
 
 
+class RoundFailure(models.Model):
+    """A round that failed (a model error, a worker that stopped, a model queue out of reach), kept when the round
+    is retried: the dashboard counts failed model calls over time from these."""
+
+    class Cause(models.TextChoices):
+        MODEL = "model", "The model call failed"
+        WORKER_STOPPED = "worker_stopped", "The worker stopped"
+        QUEUE_UNREACHABLE = "queue_unreachable", "The model queue could not be reached"
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="failures")
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="+")
+    model_config = models.ForeignKey(ModelConfig, on_delete=models.CASCADE, related_name="+")
+    cause = models.CharField(max_length=20, choices=Cause.choices, default=Cause.MODEL)
+    failed_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["batch", "failed_at"], name="round_failure_by_batch")]
+
+
 class VerdictOverride(models.Model):
     """Audit trail of a reviewer changing a round's verdict."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -25,13 +26,15 @@ class NextItemApi(APIView):
         session_id = serializers.IntegerField(required=False, allow_null=True, help_text="null for a FIRE conversation")
         conversation_id = serializers.IntegerField(required=False, allow_null=True,
                                                    help_text="set for a FIRE conversation")
-        url = UrlPathField(required=False, help_text="The page of the item")
+        url = UrlPathField(required=False, help_text="item: the page of the item; done, for an invited participant: "
+                                                     "the completion page (their code once their share is done)")
         retry_after = serializers.IntegerField(required=False, help_text="wait only: seconds (also the Retry-After "
                                                                          "header)")
 
     @extend_schema(request=NextItemInputSerializer,
                    responses={200: NextItemOutputSerializer,
-                              **errors(400, 403, 404, 415, e404="No batch of that name")},
+                              **errors(400, 403, 404, 415, e403="Researchers and admins are not served items",
+                                       e404="No batch of that name")},
                    summary="Reserve the next item (or resume the current one)")
     def post(self, request):
         data = self.NextItemInputSerializer(data=request.data)
@@ -47,6 +50,8 @@ class NextItemApi(APIView):
             if empty.state == "wait":
                 return Response({"state": "wait", "retry_after": empty.retry_after},
                                 headers={"Retry-After": str(empty.retry_after)})
+            if request.user.crowd_batch_id:
+                return Response({"state": "done", "url": reverse("crowd-done")})
             return Response({"state": "done"})
         conversation_id = assignment.work_item.conversation_id
         session_id = None if conversation_id else assignment.session.id

@@ -19,10 +19,10 @@ from django.utils import timezone
 
 from annotate import health, quotas
 from annotate.costs import batch_budget_update
-from annotate.models import Round, Session
+from annotate.models import Round, RoundFailure, Session
 from annotate.sessions import realtime
 from annotate.sessions.completion import session_completed
-from annotate.sessions.failures import TIMED_OUT_MESSAGE
+from annotate.sessions.failures import TIMED_OUT_MESSAGE, round_failure_record
 from annotate.sessions.prompts import RoundTurn, conversation, round0_text, templates_for
 from annotate.sessions.selectors import session_snapshot, session_with_task, sessions_with_task
 from annotate.sessions.services import session_advance_after_verdict
@@ -317,6 +317,7 @@ def round_fail(*, round_id: int, claim_token: str, message: str, partial: tuple[
         )
         if not updated:
             return
+        round_failure_record(round_id=round_id, cause=RoundFailure.Cause.MODEL)
         session_id = Round.objects.values_list("session_id", flat=True).get(pk=round_id)
         Session.objects.filter(pk=session_id).update(status=Session.Status.FAILED)
         transaction.on_commit(lambda: publish_session(session_id))

@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from annotate.errors import NotFound
 from annotate.models import Assignment, Batch, Round, Session, Task, TaskImage, User
-from annotate.server.prepared import PreparedQuery
 from annotate.sessions.failures import failure_kind
+from annotate.shares import counted_skips, is_participant_of
 
 
 def sessions_with_task():
     """Sessions with what `session_snapshot` and the session services need besides rounds and images."""
     return Session.objects.select_related("task", "model_config", "batch")
-
-
-# The reads behind every snapshot (a page, its WebSocket, each submit): compiled once per process.
-_SESSION_WITH_TASK = PreparedQuery(lambda session_id: sessions_with_task().filter(pk=session_id), int)
-_OWN_SESSION_WITH_TASK = PreparedQuery(
-    lambda session_id, annotator_id: sessions_with_task().filter(pk=session_id, annotator_id=annotator_id), int, int
-)
-_ROUNDS_IN_ORDER = PreparedQuery(lambda session_id: Round.objects.filter(session_id=session_id).order_by("index"), int)
-_IMAGE_HASHES = PreparedQuery(
-    lambda task_id: TaskImage.objects.filter(task_id=task_id).order_by("position").values_list("blob__sha256"), int
-)
 
 
 def sessions_with_rounds() -> QuerySet[Session]:
@@ -47,13 +36,14 @@ def user_can_read_session(user: User, session: Session) -> bool:
 def session_with_task(session_id: int, annotator_id: int | None = None) -> Session | None:
     """A session with what `session_snapshot` needs besides rounds and images, in one query. With
     ``annotator_id``, only that annotator's session."""
-    if annotator_id is None:
-        return _SESSION_WITH_TASK.first(session_id)
-    return _OWN_SESSION_WITH_TASK.first(session_id, annotator_id)
+    sessions = sessions_with_task().filter(pk=session_id)
+    if annotator_id is not None:
+        sessions = sessions.filter(annotator_id=annotator_id)
+    return sessions.first()
 
 
 def rounds_in_order(session_id: int) -> list[Round]:
-    return _ROUNDS_IN_ORDER.all(session_id)
+    return list(Round.objects.filter(session_id=session_id).order_by("index"))
 
 
 def access_session(user: User, session_id: int) -> Session:
@@ -66,7 +56,8 @@ def access_session(user: User, session_id: int) -> Session:
 
 
 def task_image_urls(task_id: int) -> list[str]:
-    return [f"/media-task/{sha}" for (sha,) in _IMAGE_HASHES.all(task_id)]
+    hashes = TaskImage.objects.filter(task_id=task_id).order_by("position").values_list("blob__sha256", flat=True)
+    return [f"/media-task/{sha}" for sha in hashes]
 
 
 def ground_truth_revealed(session: Session, rounds: list[Round] | None = None) -> bool:
@@ -145,16 +136,23 @@ def _how_it_ended(session: Session) -> str:
     return "skipped" if skipped else "expired"
 
 
-def item_progress(session: Session) -> dict:
-    """Where this item stands in the annotator's work on its batch: its number among the items they took (finished
-    or under way, skips not counted) and their share (the batch's items per participant), when there is one."""
-    taken = Assignment.objects.filter(
-        annotator_id=session.annotator_id, work_item__batch_id=session.batch_id,
-        status__in=[Assignment.Status.ACTIVE, Assignment.Status.COMPLETED],
-    )
+def item_progress(session: Session, viewer: User) -> dict:
+    """Where this item stands in its annotator's work on the batch: its number among their items that count
+    (finished or under way; skipped ones where the batch counts them) and, shown to an invited participant of the
+    batch, their share and whether this item is its last. Annotators with an account have no share."""
+    batch = session.batch
+    taken = Assignment.objects.filter(annotator_id=session.annotator_id, work_item__batch_id=session.batch_id)
     if session.assignment_id:
         taken = taken.filter(pk__lte=session.assignment_id)
-    return {"number": max(1, taken.count()), "share": session.batch.items_per_participant or None}
+    counts = taken.aggregate(kept=Count("id", filter=Q(status__in=[Assignment.Status.ACTIVE,
+                                                                   Assignment.Status.COMPLETED])),
+                             skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)))
+    number, share = counts["kept"], None
+    if viewer.pk == session.annotator_id and is_participant_of(viewer, batch):
+        number += counted_skips(batch, counts["skipped"])
+        share = batch.items_per_participant or None
+    number = max(1, number)
+    return {"number": number, "share": share, "last_of_share": share is not None and number >= share}
 
 
 def _next_round_index(session: Session, rounds: list[Round]) -> int | None:

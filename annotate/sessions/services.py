@@ -14,10 +14,9 @@ from django.utils.translation import gettext as _
 
 from annotate import queue_contract
 from annotate.errors import ApplicationError, Conflict, NotFound
-from annotate.models import Assignment, LeakWarning, ModelConfig, Round, Session, User
-from annotate.server import single_statement
-from annotate.server.prepared import PreparedUpdate
+from annotate.models import Assignment, LeakWarning, ModelConfig, Round, RoundFailure, Session, User
 from annotate.sessions.completion import session_completed
+from annotate.sessions.failures import round_failure_record
 from annotate.sessions.prompts import feedback_for_model, templates_for
 from annotate.sessions.selectors import rounds_in_order, session_with_task, sessions_with_task
 from annotate.sessions.verification import (
@@ -47,9 +46,10 @@ def round_generation_queue(round_id: int, config: ModelConfig) -> None:
 
 def _mark_undeliverable(round_id: int) -> None:
     message = "The model queue could not be reached. Your text is saved; press Retry in a moment."
-    Round.objects.filter(pk=round_id, generation_status=Round.Generation.QUEUED).update(
+    if Round.objects.filter(pk=round_id, generation_status=Round.Generation.QUEUED).update(
         generation_status=Round.Generation.FAILED, error=message
-    )
+    ):
+        round_failure_record(round_id=round_id, cause=RoundFailure.Cause.QUEUE_UNREACHABLE)
     Session.objects.filter(rounds__pk=round_id, status=Session.Status.GENERATING).update(status=Session.Status.FAILED)
 
 
@@ -216,9 +216,6 @@ def _save_claiming_session(session: Session, rnd: Round) -> bool:
     neither; False when the session was no longer awaiting feedback."""
     expect = {"status": Session.Status.AWAITING_FEEDBACK}
     changes = {"status": Session.Status.GENERATING, "feedback_draft": ""}
-    if single_statement.supported():
-        return single_statement.insert_after_conditional_update(rnd, parent=session, link="session",
-                                                                expect=expect, changes=changes)
     with transaction.atomic():
         if not Session.objects.filter(pk=session.pk, **expect).update(**changes):
             return False
@@ -228,20 +225,11 @@ def _save_claiming_session(session: Session, rnd: Round) -> bool:
     return True
 
 
-# A page autosaves its draft every few seconds of typing: the most frequent write there is.
-_SAVE_OWN_DRAFT = PreparedUpdate(
-    lambda draft, session_id, annotator_id: (
-        Session.objects.filter(pk=session_id, annotator_id=annotator_id).exclude(status=Session.Status.COMPLETED),
-        {"feedback_draft": draft},
-    ),
-    str, int, int,
-)
-
-
 def session_save_draft(*, session_id: int, draft: str, annotator: User) -> None:
     """Autosave of the annotator's feedback box, so a reload or another device finds the typed text. One UPDATE
     (the ownership check included); a second query only to tell a missing session from a finished one."""
-    if _SAVE_OWN_DRAFT.run((draft or "")[:MAX_FEEDBACK_CHARS], session_id, annotator.pk):
+    own = Session.objects.filter(pk=session_id, annotator=annotator).exclude(status=Session.Status.COMPLETED)
+    if own.update(feedback_draft=(draft or "")[:MAX_FEEDBACK_CHARS]):
         return
     if not Session.objects.filter(pk=session_id, annotator=annotator).exists():
         raise NotFound(_("Session %(id)s does not exist or is not yours.") % {"id": session_id})

@@ -22,8 +22,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotate.models import Round, Session, User
-from annotate.sessions.failures import WORKER_STOPPED_MESSAGE
+from annotate.models import Round, RoundFailure, Session, User
+from annotate.sessions.failures import WORKER_STOPPED_MESSAGE, round_failure_record
 from annotate.sessions.generation import publish_session
 from annotate.sessions.selectors import access_session
 from annotate.sessions.services import round_generation_queue
@@ -54,6 +54,7 @@ def rounds_reap_stalled(*, now: datetime | None = None, session_id: int | None =
                      claim_token=f"stalled-{uuid.uuid4().hex}")
             if not taken:  # it beat, finished or was reaped meanwhile
                 continue
+            round_failure_record(round_id=round_id, cause=RoundFailure.Cause.WORKER_STOPPED)
             Session.objects.filter(pk=stalled_session, status=Session.Status.GENERATING).update(
                 status=Session.Status.FAILED)
             transaction.on_commit(lambda sid=stalled_session: publish_session(sid))

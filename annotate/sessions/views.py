@@ -28,7 +28,7 @@ def session_page(request, session_id: int):
         "annotate/session.html",
         {"session": session, "snapshot": session_snapshot(session),
          "can_act": session.annotator_id == request.user.id,
-         "progress": item_progress(session), "skip_reasons": SKIP_REASONS,
+         "progress": item_progress(session, request.user), "skip_reasons": SKIP_REASONS,
          "instructions_html": markdown_to_html(session.batch.instructions), "instructions_batch_id": session.batch_id},
     )
 

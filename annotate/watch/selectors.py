@@ -1,6 +1,7 @@
 """A batch's live study dashboard: what is done, under way and left (per model and category), the pace and an ETA,
-who is working now, skips, leak warnings, model errors and the depth of each model queue. One snapshot (a plain
-dict, the same for the page, the API and the WebSocket), built from a handful of grouped queries."""
+whether the batch's annotators can finish it, who is working now, skips, leak warnings, failed model calls and the
+depth of each model queue. One snapshot (a plain dict, the same for the page, the API and the WebSocket), built
+from a handful of grouped queries."""
 
 from __future__ import annotations
 
@@ -9,25 +10,28 @@ from datetime import timedelta
 from typing import Any
 
 from celery import current_app
-from django.db.models import Count, F, Sum, Value
+from django.db.models import Count, F, Q, Sum, Value
 from django.db.models.functions import Least, TruncHour
 from django.utils import timezone
 
-from annotate.models import Assignment, Batch, LeakWarning, ModelConfig, Round, WorkItem
+from annotate.models import Assignment, Batch, LeakWarning, ModelConfig, Round, RoundFailure, WorkItem
+from annotate.queue.capacity import batch_capacity
+from annotate.watch.pace import completions_per_working_hour
 
 HOURS_SHOWN = 24  # sessions per hour and the progress plot cover the last day
-PACE_HOURS = 3  # the ETA assumes the pace of the last hours goes on
 
 
-def _progress(rows, key: str) -> list[dict[str, Any]]:
-    """Grouped work-item rows -> slots (sessions or ratings K per item) needed, done, under way, left."""
+def _progress(rows, key: str, order: list[str] | None = None) -> list[dict[str, Any]]:
+    """Grouped work-item rows -> slots (sessions or ratings K per item) needed, done, under way, left; in ``order``
+    (names not in it after, by name), else by name."""
     out = []
     for row in rows:
         needed, done, active = row["needed"] or 0, row["done"] or 0, row["active"] or 0
         active = min(active, needed - done)
         out.append({"name": row[key] or "—", "needed": needed, "done": done, "in_progress": active,
                     "left": needed - done - active})
-    return sorted(out, key=lambda r: r["name"])
+    rank = {name: i for i, name in enumerate(order or [])}
+    return sorted(out, key=lambda r: (rank.get(r["name"], len(rank)), r["name"]))
 
 
 def _totals(parts: list[dict[str, Any]]) -> dict[str, int]:
@@ -64,7 +68,7 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
         display=F("model_config__display_name"), slug=F("model_config__name")).annotate(**slots)
     by_model = _progress([{**row, "name": row["display"] or row["slug"]} for row in per_model], "name")
     by_category = _progress(items.filter(task__isnull=False).values(name=F("task__category")).annotate(**slots),
-                            "name")
+                            "name", batch.category_order)
     totals = _totals(_progress([{**items.aggregate(**slots), "name": ""}], "name"))
 
     assignments = Assignment.objects.filter(work_item__batch=batch)
@@ -74,10 +78,11 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
     first_hour = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=HOURS_SHOWN - 1)
     per_hour = [{"hour": (first_hour + timedelta(hours=h)).isoformat(),
                  "completed": hourly.get(first_hour + timedelta(hours=h), 0)} for h in range(HOURS_SHOWN)]
-    recent = assignments.filter(status=Assignment.Status.COMPLETED,
-                                finished_at__gte=now - timedelta(hours=PACE_HOURS)).count()
-    pace = recent / PACE_HOURS
-    eta_seconds = None if not pace else round(totals["left"] / pace * 3600)
+    pace = completions_per_working_hour(assignments, now)
+    capacity = batch_capacity(batch)
+    # No ETA for work nobody can be served: none while the batch's annotators cannot finish it.
+    can_finish = capacity is None or not capacity.short
+    eta_seconds = round(totals["left"] / pace.per_hour * 3600) if pace.per_hour and can_finish else None
     before = assignments.filter(status=Assignment.Status.COMPLETED, finished_at__lt=since).count()
     cumulative, running = [], before
     for bucket in per_hour:
@@ -86,11 +91,6 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
 
     skips = list(assignments.filter(status=Assignment.Status.SKIPPED).values("skip_reason")
                  .annotate(count=Count("id")).order_by("-count", "skip_reason"))
-    errors = defaultdict(int)
-    for display, slug, count in (Round.objects.filter(session__batch=batch, generation_status="failed")
-                                 .values_list("session__model_config__display_name", "session__model_config__name")
-                                 .annotate(n=Count("id"))):
-        errors[display or slug] += count
     active_now = assignments.filter(status=Assignment.Status.ACTIVE, lease_expires_at__gte=now).values(
         "annotator").distinct().count()
     models = list(batch.models_to_evaluate.order_by("name"))
@@ -102,16 +102,35 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
         "by_category": by_category,
         "per_hour": per_hour,
         "cumulative": cumulative,
-        "pace_per_hour": round(pace, 2),
+        "pace_per_hour": round(pace.per_hour, 2),
+        "pace_hours_worked": round(pace.hours_worked, 2),  # the time work happened in the last PACE_HOURS
         "eta_seconds": eta_seconds,
+        "capacity": capacity.as_dict() if capacity is not None else None,
         "active_annotators": active_now,
         "skips": [{"reason": row["skip_reason"], "count": row["count"]} for row in skips],
         "skips_total": sum(row["count"] for row in skips),
         "leak_warnings": LeakWarning.objects.filter(session__batch=batch).count(),
-        "model_errors": [{"model": name, "failed_rounds": n} for name, n in sorted(errors.items())],
+        "model_errors": _failed_model_calls(batch, now),
         "queues": _queue_depths(models),
         # The circuit breaker (annotate.health): these models' rounds fail at once until a probe answers.
         "unavailable_models": [{"model": m.label, "since": m.unavailable_since.isoformat(),
                                 "reason": m.unavailable_reason} for m in models if m.unavailable_since],
     }
 
+
+def _failed_model_calls(batch: Batch, now) -> list[dict[str, Any]]:
+    """Per model: failed model calls in the last hour and since the batch began (kept when a round is retried),
+    and rounds failed right now (waiting for Retry)."""
+    counts: defaultdict[str, dict[str, int]] = defaultdict(lambda: {"last_hour": 0, "total": 0, "failing_now": 0})
+    hour_ago = now - timedelta(hours=1)
+    for display, slug, last_hour, total in (
+            RoundFailure.objects.filter(batch=batch).values_list("model_config__display_name", "model_config__name")
+            .annotate(last_hour=Count("id", filter=Q(failed_at__gte=hour_ago)), total=Count("id"))):
+        row = counts[display or slug]
+        row["last_hour"] += last_hour
+        row["total"] += total
+    for display, slug, n in (Round.objects.filter(session__batch=batch, generation_status=Round.Generation.FAILED)
+                             .values_list("session__model_config__display_name", "session__model_config__name")
+                             .annotate(n=Count("id"))):
+        counts[display or slug]["failing_now"] += n
+    return [{"model": name, **row} for name, row in sorted(counts.items())]

@@ -112,12 +112,23 @@ def models_document(batch: Batch) -> dict:
     return {
         "batch": {"name": batch.name, "kind": batch.kind, "overlap": batch.overlap, "max_rounds": batch.max_rounds,
                   "gold_rate": batch.gold_rate, "allow_repeat_tasks": batch.allow_repeat_tasks,
-                  "category_order": batch.category_order, "task_count": batch.task_count},
+                  "category_order": batch.category_order, "task_count": batch.task_count,
+                  # the serving order (SPEC §3 item 9): re-run a study in the same order from these
+                  "serving_seed": batch.serving_seed,
+                  "serving_models": _model_names(batch.serving_models),
+                  "items_per_participant": batch.items_per_participant,
+                  "skips_count_toward_share": batch.skips_count_toward_share,
+                  "max_counted_skips": batch.max_counted_skips},
         "models": [{"name": m.name, "display_name": m.label, "backend": m.backend,
                     "backend_settings": redact(m.backend_settings), "generation": redact(m.generation),
                     "queue": m.queue_name} for m in models],
         "note": "API keys are never stored or exported: api_key_env names the environment variable that holds one.",
     }
+
+
+def _model_names(model_ids: list[int]) -> list[str]:
+    names = dict(ModelConfig.objects.filter(pk__in=model_ids).values_list("pk", "name"))
+    return [names[pk] for pk in model_ids if pk in names]
 
 
 def prompts_document(batch: Batch) -> dict:

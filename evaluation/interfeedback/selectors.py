@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from django.db.models import Count, Exists, IntegerField, Model, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import Count, Exists, F, IntegerField, Model, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from annotate.errors import ApplicationError, NotFound
@@ -284,14 +284,16 @@ def session_for_batch(batch: Batch, session_id: int) -> Session:
 
 def export_sessions(batch: Batch, filters: ReportFilters = NO_FILTERS) -> Iterator[Session]:
     """Completed sessions with rounds, task and images, streamed in chunks (for JSONL and FIRE exports). Each
-    carries ``follows_reveal``: its annotator had been shown the task's ground truth in an earlier session."""
+    carries ``follows_reveal`` (its annotator had been shown the task's ground truth in an earlier session) and
+    ``sequence_position`` (its place in its annotator's sequence of the batch, skipped and expired items counted:
+    the order they were served in, for analyses of order effects)."""
     earlier_reveal = Session.objects.filter(
         annotator_id=OuterRef("annotator_id"), task_id=OuterRef("task_id"), revealed_at__lt=OuterRef("started_at")
     )
     sessions = _filtered(
         sessions_with_rounds().filter(batch=batch, status=Session.Status.COMPLETED), filters,
         category_field="task__category",
-    ).annotate(follows_reveal=Exists(earlier_reveal))
+    ).annotate(follows_reveal=Exists(earlier_reveal), sequence_position=F("assignment__position"))
     if filters.outcome is not None:
         outcome = filters.outcome
         sessions = sessions.filter(corrected_round__isnull=True) if outcome == NEVER else sessions.filter(

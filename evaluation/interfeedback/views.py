@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from annotate.costs import batch_costs, budget_message
 from annotate.errors import ApplicationError
 from annotate.people.access import researcher_required
+from annotate.queue.capacity import batch_capacity
 from annotate.server.throttles import job_creation_wait
 from evaluation.exports import registry as exports
 from evaluation.exports.filters import NO_FILTERS, OUTCOME_CHOICES, filters_from_request
@@ -74,6 +75,7 @@ def batch_report(request, batch_id: int):
         **kind_of(batch).report_sections(batch),
         "costs": batch_costs(batch),
         "budget_message": budget_message(batch),
+        "capacity": batch_capacity(batch),
         "batch": batch,
         "aggregate": selectors.aggregate_of(batch),
         "form": form,

@@ -18,8 +18,18 @@
   }
 
   function rows(tableId, items, cells) {
-    var body = document.querySelector("#" + tableId + " tbody");
+    var table = document.getElementById(tableId);
+    var body = table && table.querySelector("tbody");
     if (!body) { return; }
+    if (!items.length) {  // an empty table says so (its sentence is in the page, translated)
+      var row = document.createElement("tr"), cell = document.createElement("td");
+      row.className = "empty";
+      cell.colSpan = table.querySelectorAll("thead th").length;
+      cell.textContent = table.dataset.empty;
+      row.appendChild(cell);
+      body.replaceChildren(row);
+      return;
+    }
     body.replaceChildren.apply(body, items.map(function (item) {
       var tr = document.createElement("tr");
       cells(item).forEach(function (value, i) {
@@ -45,7 +55,15 @@
   function render(d) {
     ["done", "in_progress", "left", "needed"].forEach(function (key) { text("total-" + key, d.totals[key]); });
     text("pace", d.pace_per_hour);
-    text("eta", duration(d.eta_seconds));
+    var short = Boolean(d.capacity && d.capacity.short);
+    text("eta", short ? document.getElementById("eta").dataset.cannotFinish : duration(d.eta_seconds));
+    document.getElementById("capacity").hidden = !short;
+    if (short) {
+      text("capacity-people", d.capacity.people_per_unit);
+      text("capacity-annotators", d.capacity.annotators);
+      text("capacity-more", d.capacity.more_needed);
+      text("capacity-unservable", d.capacity.unservable);
+    }
     text("active-annotators", d.active_annotators);
     text("skips-total", d.skips_total);
     text("leak-warnings", d.leak_warnings);
@@ -56,7 +74,7 @@
     rows("by-model", d.by_model, progress);
     rows("by-category", d.by_category, progress);
     rows("queues", d.queues, function (q) { return [q.queue, q.depth]; });
-    rows("model-errors", d.model_errors, function (e) { return [e.model, e.failed_rounds]; });
+    rows("model-errors", d.model_errors, function (e) { return [e.model, e.last_hour, e.total, e.failing_now]; });
     rows("unavailable-models", d.unavailable_models, function (u) {
       return [u.model, u.since.slice(11, 19), u.reason.length > 200 ? u.reason.slice(0, 199) + "…" : u.reason];
     });

@@ -1,5 +1,7 @@
 """Playwright driving Debian's chromium (never a downloaded browser) against real servers."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -83,3 +85,16 @@ def start_next_item_by_keyboard(page, kind: str = "conversations") -> None:
     tab_to(page, "next-button")
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/annotate/{kind}/*/")
+
+
+def answer_until_done(page, feedback: str = "Check your reasoning about the picture more carefully.") -> None:
+    """On a session page: feedback by keyboard (stating no answer), round after round, until the session is over
+    (the simulated model improves on feedback)."""
+    for index in (1, 2, 3):
+        page.locator("#done-panel:visible, #feedback-input:focus").first.wait_for(timeout=30_000)
+        if page.locator("#done-panel").is_visible():
+            break
+        page.keyboard.type(feedback)
+        page.keyboard.press("Control+Enter")
+        expect(page.locator(f'li[data-round="{index}"] .verdict')).to_have_class(re.compile("correct|wrong"))
+    expect(page.locator("#done-panel")).to_be_visible()

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from annotate.models import Batch, Session, User
 from tests.annotate.imports.files import task, write_zip
-from tests.browser.conftest import login
+from tests.browser.conftest import answer_until_done, login
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -41,14 +41,7 @@ def finish_items(page, base: str, count: int) -> None:
     page.click("#next-button")
     for item in range(count):
         page.wait_for_url("**/annotate/sessions/*/")
-        for index in (1, 2, 3):
-            page.locator("#done-panel:visible, #feedback-input:focus").first.wait_for(timeout=30_000)
-            if page.locator("#done-panel").is_visible():
-                break
-            page.keyboard.type("Check your reasoning about the picture more carefully.")  # states no answer
-            page.keyboard.press("Control+Enter")
-            expect(page.locator(f'li[data-round="{index}"] .verdict')).to_have_class(re.compile("correct|wrong"))
-        expect(page.locator("#done-panel")).to_be_visible()
+        answer_until_done(page)
         if item < count - 1:
             page.keyboard.press("n")
             page.wait_for_url(lambda url, seen=page.url: url != seen)

@@ -8,14 +8,16 @@ Nothing is sent to a broker: the services dispatch on commit, and the fuzz tests
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotate.imports.batches import import_fire
 from annotate.imports.jobs import import_job_create
-from annotate.models import Batch, Round, User
+from annotate.models import Assignment, Batch, Round, User
 from annotate.queue.services import assignment_next
 from evaluation.exports import jobs as export_jobs
 from evaluation.exports.filters import parse_filters
@@ -58,6 +60,8 @@ def build_world(tmp_path: Path) -> World:
     import_fire(records, name="fuzz-fire", images=images, overlap=3)
     fire = Batch.objects.get(name="fuzz-fire")
     fire.members.add(researcher)
+    # One item at a time: the session's lease runs out (it stays theirs, awaiting feedback) so a conversation comes.
+    Assignment.objects.filter(session=session).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     conversation = assignment_next(annotator=annotator, batch=fire).work_item.conversation
 
     upload = SimpleUploadedFile("fire.json", records.read_bytes(), content_type="application/json")

@@ -18,8 +18,10 @@ from annotate.watch.selectors import batch_dashboard
 COLUMNS = ("needed", "done", "in_progress", "left")
 
 
-def _eta(seconds: int | None) -> str:
-    return "no pace yet" if seconds is None else str(timedelta(seconds=seconds))
+def _eta(d: dict) -> str:
+    if d["capacity"] and d["capacity"]["short"]:
+        return "none (the batch cannot be finished)"
+    return "no pace yet" if d["eta_seconds"] is None else str(timedelta(seconds=d["eta_seconds"]))
 
 
 class Command(BaseCommand):
@@ -45,16 +47,22 @@ class Command(BaseCommand):
         out(f"Batch {d['batch']['name']} ({d['batch']['kind']}, {d['batch']['overlap']} per item) at "
             f"{d['generated_at']}")
         out("Progress: " + ", ".join(f"{key.replace('_', ' ')} {totals[key]}" for key in COLUMNS))
-        out(f"Pace (last 3 h): {d['pace_per_hour']} per hour; ETA {_eta(d['eta_seconds'])}; "
-            f"annotators working now: {d['active_annotators']}")
+        out(f"Pace (last 3 h): {d['pace_per_hour']} per hour of work ({d['pace_hours_worked']} h worked); "
+            f"ETA {_eta(d)}; annotators working now: {d['active_annotators']}")
+        capacity = d["capacity"]
+        if capacity and capacity["short"]:
+            out(f"Cannot be finished: each {capacity['unit']} needs {capacity['people_per_unit']} different people, "
+                f"{capacity['annotators']} may work on it: {capacity['more_needed']} more needed; "
+                f"{capacity['unservable']} left that nobody can be served")
         for title, rows in (("By model", d["by_model"]), ("By category", d["by_category"])):
             out(f"{title}:")
             for row in rows:
                 out(f"  {row['name']}\t" + "\t".join(f"{key.replace('_', ' ')} {row[key]}" for key in COLUMNS))
         out(f"Skips: {d['skips_total']}" + "".join(f"\n  {s['reason'] or '-'}\t{s['count']}" for s in d["skips"]))
         out(f"Leak warnings: {d['leak_warnings']}")
-        out("Failed model calls: " + (", ".join(f"{e['model']} {e['failed_rounds']}" for e in d["model_errors"])
-                                      or "none"))
+        out("Failed model calls (last hour / whole batch / failed now): "
+            + (", ".join(f"{e['model']} {e['last_hour']}/{e['total']}/{e['failing_now']}" for e in d["model_errors"])
+               or "none"))
         out("Queues: " + (", ".join(f"{q['queue']} {'?' if q['depth'] is None else q['depth']} waiting"
                                     for q in d["queues"]) or "none"))
         for u in d["unavailable_models"]:

@@ -66,6 +66,13 @@ class Command(BaseCommand):
         parser.add_argument("--category-order", help="category names in the order of the report's columns "
                             "(\"Visual Logic,MMMU-Pro,...\"); the rest follow as they first appear in the file")
         parser.add_argument("--budget", help="model spending limit (the models' prices); then no new session starts")
+        parser.add_argument("--seed", help="seed of the serving order (tasks, models per task, each annotator's turn "
+                            "of models); give the same seed to serve a study again in the same order")
+        parser.add_argument("--skips-count-toward-share", action="store_true", default=None,
+                            help="invited participants' skipped items count toward their share (at most "
+                                 "--max-counted-skips of them)")
+        parser.add_argument("--max-counted-skips", help="with --skips-count-toward-share: how many skips count at "
+                            "most (default 1)")
         parser.add_argument("--map", dest="mapping", help="rows: field=column,... e.g. question=question,id=qid")
         parser.add_argument("--images", help="a directory (or, for FIRE, a zip) holding the images")
         parser.add_argument("--category", help="rows: category for every task when the file has none")
@@ -80,7 +87,9 @@ class Command(BaseCommand):
         settings = {"models": opts["models"], "overlap": opts["overlap"], "max_rounds": opts["max_rounds"],
                     "gold_rate": opts["gold_rate"], "allow_repeat_tasks": opts["allow_repeat_tasks"],
                     "researchers": opts["researchers"], "annotators": opts["annotators"], "category_order": opts["category_order"],
-                    "budget": opts["budget"]}
+                    "budget": opts["budget"], "seed": opts["seed"],
+                    "skips_count_toward_share": opts["skips_count_toward_share"],
+                    "max_counted_skips": opts["max_counted_skips"]}
         if opts["templates"]:
             try:
                 settings["prompt_templates"] = Path(opts["templates"]).read_text(encoding="utf-8")

@@ -1,7 +1,7 @@
 """Sessions as export records (SPEC §5): one JSON line per session, or a FIRE conversation.
 
 Plain functions over a session object with its task, model, annotator and rounds already loaded (the
-selector prefetches them) and its ``follows_reveal`` annotation; no queries here. Annotators appear only by pseudonym.
+selector prefetches them) and its ``follows_reveal`` and ``sequence_position`` annotations; no queries here. Annotators appear only by pseudonym.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ def session_record(session) -> dict:
         "started_at": _iso(session.started_at),
         "completed_at": _iso(session.completed_at),
         "follows_reveal": session.follows_reveal,
+        # 1: the first item served to this annotator in the batch (None: a session served before positions were kept)
+        "sequence_position": session.sequence_position or None,
         "rounds": [round_record(rnd) for rnd in session.rounds.all()],
     }
 
@@ -101,6 +103,7 @@ def fire_record(session) -> dict:
         "annotator": session.annotator.pseudonym if session.annotator_id else None,
         "category": session.task.category,
         "follows_reveal": session.follows_reveal,
+        "sequence_position": session.sequence_position or None,
     }
 
 

@@ -1,6 +1,5 @@
 """The next-item queue: overlap K, breadth-first order, no repeats, leases, skips, pinning, concurrency."""
 
-import time
 from collections import Counter
 from datetime import timedelta
 
@@ -38,12 +37,15 @@ def test_breadth_first_and_not_the_same_task_back_to_back(no_dispatch):
     batch = make_batch(models=models, tasks=2, overlap=2)
     first = assignment_next(annotator=UserFactory(), batch=batch)
     finish(first)
-    # Another annotator gets the pair that already has one completed session (closest to done).
+    # The next annotator starts with the other model (annotate.queue.order); the one after with the first model
+    # again, and gets the pair that already has one completed session (closest to done).
     second = assignment_next(annotator=UserFactory(), batch=batch)
-    assert second.work_item_id == first.work_item_id
+    assert second.work_item.model_config_id != first.work_item.model_config_id
+    third = assignment_next(annotator=UserFactory(), batch=batch)
+    assert third.work_item_id == first.work_item_id
     # The first annotator is not served the same task with the other model right away.
-    third = assignment_next(annotator=first.annotator, batch=batch)
-    assert third.work_item.task_id != first.work_item.task_id
+    again = assignment_next(annotator=first.annotator, batch=batch)
+    assert again.work_item.task_id != first.work_item.task_id
 
 
 @pytest.mark.django_db
@@ -71,22 +73,23 @@ def test_expired_leases_are_served_again(no_dispatch):
 
 
 @pytest.mark.django_db
-def test_expired_leases_are_returned_by_the_periodic_probe(no_dispatch, monkeypatch):
-    """With items left, the next-item path probes for expired leases at most every EXPIRY_CHECK_SECONDS."""
-    from annotate.queue import services as queue
+def test_expired_leases_are_returned_by_the_beat_task(no_dispatch, settings):
+    """With items left, the next-item path leaves expired leases alone; Celery beat sweeps them every few seconds
+    (and the queue itself only when it finds nothing, as above)."""
+    from annotate.queue.tasks import assignments_expire_task
 
     batch = make_batch(models=[ModelConfigFactory()], tasks=5)
     walker, other = UserFactory(), UserFactory()
     stale = assignment_next(annotator=walker, batch=batch)
     Assignment.objects.filter(pk=stale.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    monkeypatch.setattr(queue, "_next_expiry_check", time.monotonic() + 60)  # probed a moment ago
     assignment_next(annotator=other, batch=batch)
     stale.refresh_from_db()
-    assert stale.status == Assignment.Status.ACTIVE  # not yet: other items were free
-    monkeypatch.setattr(queue, "_next_expiry_check", 0.0)  # the interval has passed
-    assignment_next(annotator=UserFactory(), batch=batch)
+    assert stale.status == Assignment.Status.ACTIVE  # other items were free: no sweep on the way
+    assert assignments_expire_task() == 1
     stale.refresh_from_db()
     assert stale.status == Assignment.Status.EXPIRED
+    beat = settings.CELERY_BEAT_SCHEDULE["assignments-expire"]
+    assert beat["task"] == "annotate.tasks.assignments_expire" and beat["schedule"] <= 10
 
 
 @pytest.mark.django_db

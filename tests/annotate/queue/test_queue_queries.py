@@ -9,7 +9,6 @@ from django.urls import reverse
 
 from annotate.assignments import assignment_complete
 from annotate.models import Round, Session
-from annotate.server import single_statement
 from tests.factories import make_batch
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
@@ -44,10 +43,7 @@ def finish(session_id):
 
 
 @pytest.mark.parametrize("gold_rate", [0.0, 0.25])
-def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simulated_model, gold_rate, monkeypatch):
-    from annotate.queue import services as queue
-
-    monkeypatch.setattr(queue, "_next_expiry_check", float("inf"))  # the periodic lease probe: tested in test_queue
+def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simulated_model, gold_rate):
     batch = make_batch(models=[simulated_model], tasks=30)
     batch.tasks.filter(id__in=batch.tasks.values_list("id", flat=True)[:5]).update(is_gold=True)
     batch.gold_rate = gold_rate
@@ -60,13 +56,13 @@ def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simul
         answered(session_id)
         submit_counts.append(submit(api_client, session_id, n))
         finish(session_id)
-    # A fresh reservation: the batch, the annotator's latest assignment (resume, last task, pins; a newcomer's pins
-    # take one more), the served-gold count with a gold rate, then on PostgreSQL one statement (lock the first open
-    # item, claim it, insert the assignment, session and round 0); elsewhere the ORM path: the open tier with its
-    # model, claim, assignment, session, round 0, and the transaction's markers.
-    fresh = (3 if single_statement.supported() else 9) + (1 if gold_rate else 0)
+    # A fresh reservation: the batch, then in one transaction (its savepoint and release counted here) the lock on the
+    # annotator's row, their latest assignment (resume, last task, pins; a newcomer's pins take one more), the
+    # served-gold count with a gold rate, the first open item with its model (locked), its active count, the
+    # assignment, the session and round 0.
+    fresh = 10 + (1 if gold_rate else 0)
     assert next_counts == [fresh + 1] + [fresh] * 7, next_counts
-    # A submit: the session with its ownership check, its rounds, the new round saved as the session moves on (on
-    # PostgreSQL one statement; elsewhere the transaction's markers, the session's update and the insert), and the
-    # snapshot's images (its rounds are those the submit already holds).
-    assert submit_counts == [4 if single_statement.supported() else 7] * 8, submit_counts
+    # A submit: the session with its ownership check, its rounds, the new round saved as the session moves on (the
+    # transaction's markers, the session's update and the insert), and the snapshot's images (its rounds are those
+    # the submit already holds).
+    assert submit_counts == [7] * 8, submit_counts

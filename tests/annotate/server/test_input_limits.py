@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 from rest_framework.parsers import JSONParser
 from rest_framework.views import APIView
 
 from annotate.imports.batches import import_fire
-from annotate.models import Batch, Conversation, Rating, Session, User
+from annotate.models import Assignment, Batch, Conversation, Rating, Session, User
 from annotate.queue.services import assignment_next
 from annotate.server.json_limits import DEPTH_MESSAGE, MAX_JSON_DEPTH, too_deep, unstorable_text
 from annotate.server.parsers import CheckedJSONParser
@@ -84,6 +86,8 @@ def world(db, tmp_path, simulated_model, no_dispatch):
     admin = UserFactory(username="root", role=User.Role.ADMIN, is_staff=True, is_superuser=True)
     batch = make_batch(models=[simulated_model], members=[annotator])
     session = assignment_next(annotator=annotator, batch=batch).session
+    # One item at a time: its lease runs out (the session stays theirs, under way) so a conversation comes next.
+    Assignment.objects.filter(session=session).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     path, images = write_sample(tmp_path)
     assert import_fire(path, name="fire-limits", images=images, overlap=1).status == "imported"
     fire = Batch.objects.get(name="fire-limits")

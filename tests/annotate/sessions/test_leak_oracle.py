@@ -215,6 +215,7 @@ def test_the_researchers_sessions_export_carries_the_stated_answer(annotator, si
     send_feedback(session, "Is it 7390 or 7391?", confirm_leak=True)
     exported = sessions_with_rounds().get(pk=session.pk)
     exported.follows_reveal = False  # what the export's selector annotates (this session is still under way)
+    exported.sequence_position = 1
     rounds = session_record(exported)["rounds"]
     assert [(r["leak_flagged"], r["stated_answer"], r["stated_answer_correct"]) for r in rounds] == [
         (False, "", None), (True, "the number 7390; the number 7391", True)]

@@ -2,6 +2,7 @@
 and a leak warning; who may see it (page, API, WebSocket); and pushes over the WebSocket when work is finished."""
 
 import json
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -11,9 +12,10 @@ from channels.testing import WebsocketCommunicator
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import path, reverse
+from django.utils import timezone
 
 from annotate.assignments import assignment_skip
-from annotate.models import LeakWarning, Round, User
+from annotate.models import Assignment, LeakWarning, Round, User
 from annotate.queue.services import assignment_next
 from annotate.watch.consumers import CLOSE_NOT_ALLOWED, DashboardConsumer
 from annotate.watch.selectors import batch_dashboard
@@ -33,6 +35,11 @@ def study(researcher, no_dispatch):
     assignment_skip(assignment=skipped, reason="image does not load")
     Round.objects.filter(session=under_way.session).update(generation_status="failed", error="HTTP 500")
     LeakWarning.objects.create(session=under_way.session, annotator=working, round_index=1, stated_answer="B")
+    # Work happened from 30 minutes ago until now (the one under way): half an hour, one item done.
+    now = timezone.now()
+    Assignment.objects.filter(pk=finished.pk).update(created_at=now - timedelta(minutes=30),
+                                                     finished_at=now - timedelta(minutes=10))
+    Assignment.objects.filter(pk=under_way.pk).update(created_at=now - timedelta(minutes=20))
     return batch
 
 
@@ -46,9 +53,9 @@ def test_the_snapshot_counts_what_happened(study):
     assert d["active_annotators"] == 1
     assert d["skips"] == [{"reason": "image does not load", "count": 1}] and d["skips_total"] == 1
     assert d["leak_warnings"] == 1
-    assert sum(e["failed_rounds"] for e in d["model_errors"]) == 1
+    assert sum(e["failing_now"] for e in d["model_errors"]) == 1
     assert d["cumulative"][-1] == 1 and sum(h["completed"] for h in d["per_hour"]) == 1
-    assert d["pace_per_hour"] == pytest.approx(1 / 3, abs=0.01) and d["eta_seconds"] == 2 * 3 * 3600
+    assert d["pace_per_hour"] == pytest.approx(2, abs=0.01) and d["eta_seconds"] == pytest.approx(3600, abs=2)
     # The broker is not running for in-process tests: depths are "unknown" (the browser test sees real ones).
     assert [q["queue"] for q in d["queues"]] == ["model.simulated"]
 
@@ -111,7 +118,7 @@ def test_the_command_prints_what_the_api_gives(api_client, study, researcher, ca
     call_command("dashboard", "--batch", study.name)
     text = capsys.readouterr().out
     assert "Progress: needed 4, done 1, in progress 1, left 2" in text
-    assert "ETA 6:00:00" in text and "annotators working now: 1" in text
+    assert "ETA 1:00:0" in text and "annotators working now: 1" in text
     assert "  Model A\t" in text and "image does not load\t1" in text and "Leak warnings: 1" in text
     with pytest.raises(CommandError, match="No batch named 'nope'"):
         call_command("dashboard", "--batch", "nope")

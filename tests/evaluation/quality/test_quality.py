@@ -7,7 +7,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotate.models import Assignment, LeakWarning, Round, Session, Task, User, VerdictOverride, WorkItem
-from annotate.queue.services import assignment_next, gold_due
+from annotate.queue.gold import gold_due
+from annotate.queue.services import assignment_next
 from evaluation.quality.selectors import batch_quality
 from tests.annotate.helpers import finish
 from tests.factories import ModelConfigFactory, TaskFactory, UserFactory, make_batch
@@ -61,7 +62,8 @@ def test_gold_items_are_served_at_the_batch_rate(no_dispatch, simulated_model, b
 
 def test_without_a_gold_rate_gold_items_are_ordinary(no_dispatch, simulated_model):
     batch = gold_batch(simulated_model, tasks=5, gold=2, rate=0.0)
-    assert walk(UserFactory(), batch) == [False, False, False, True, True]  # plain id order
+    in_serving_order = [item.task.is_gold for item in batch.work_items.select_related("task").order_by("id")]
+    assert walk(UserFactory(), batch) == in_serving_order  # the batch's own order (annotate.queue.order)
 
 
 def test_each_annotator_gets_gold_at_the_rate(no_dispatch, simulated_model):

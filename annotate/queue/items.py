@@ -1,0 +1,110 @@
+"""Which work items the queue may serve an annotator: of batches open to them, not yet K times done, never twice
+to the same person, never a task they may not see again, in serving order.
+
+Who may be served at all: annotators and invited participants, never researchers or admins (SPEC §6). Which
+batches: an invited participant only the batch they joined; an annotator with an account the batches served to
+everyone and those that name them.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Exists, F, OuterRef, Q, Value
+
+from annotate.models import Assignment, Batch, Session, Task, User, WorkItem
+from annotate.shares import participant_share
+
+# Batch kinds whose work the queue hands out: (task, model) pairs, or conversations to rate.
+QUEUED_KINDS = (Batch.Kind.INTERFEEDBACK, Batch.Kind.FIRE, Batch.Kind.PREFERENCE)
+CONVERSATION_KINDS = (Batch.Kind.FIRE, Batch.Kind.PREFERENCE)
+
+
+def may_be_served(user: User) -> bool:
+    """Annotators and invited participants are served items; researchers and admins read, never annotate."""
+    return user.is_active and user.role == User.Role.ANNOTATOR and not user.is_superuser
+
+
+def batch_open_to(annotator: User, batch: Batch) -> bool:
+    """The batch serves this annotator now: it is open, and they are one of its annotators (an invited
+    participant: of this batch, with their share not yet full)."""
+    if batch.status != Batch.Status.READY or batch.kind not in QUEUED_KINDS or batch.budget_reached:
+        return False
+    if not may_be_served(annotator):
+        return False
+    if annotator.crowd_batch_id:
+        share = participant_share(annotator, batch)
+        return share is not None and not share.full
+    return not batch.annotators_named or batch.annotators.filter(pk=annotator.pk).exists()
+
+
+def batches_serving(annotator: User) -> Q:
+    """Items of the batches that may serve the annotator (their share aside): for an invited participant the batch
+    they joined, for others the batches served to everyone or naming them."""
+    if annotator.crowd_batch_id:
+        return Q(batch_id=annotator.crowd_batch_id)
+    named = Batch.annotators.through.objects.filter(user_id=annotator.pk).values("batch_id")
+    return Q(batch__annotators_named=False) | Q(batch_id__in=named)
+
+
+def open_items(annotator: User, *, last_task_id: int | None = None):
+    """Items of every batch that may serve the annotator, in serving order (the first of any batch)."""
+    if not may_be_served(annotator):
+        return WorkItem.objects.none()
+    items = WorkItem.objects.filter(
+        batch__status=Batch.Status.READY,
+        batch__kind__in=QUEUED_KINDS,
+        batch__budget_reached=False,
+        completed_count__lt=F("batch__overlap") - F("active_count"),
+    ).filter(batches_serving(annotator))
+    avoid = None
+    if last_task_id is not None:  # not the same task twice in a row, where its batch says so
+        avoid = Q(task_id=last_task_id) & Q(batch__allow_same_task_back_to_back=False)
+    return not_yet_taken_by(items, annotator.pk, avoid, repeats=None)
+
+
+def batch_items(batch: Batch, annotator_id: int, *, last_task_id: int | None = None):
+    """A batch's open items for an annotator (the batch is open to them: see `batch_open_to`). Its settings go
+    into the query as values (no join; the index range skips the items that already have K completed sessions)."""
+    overlap = batch.overlap
+    items = WorkItem.objects.filter(batch_id=batch.pk, completed_count__lt=overlap).filter(
+        completed_count__lt=Value(overlap) - F("active_count")
+    )
+    avoid = None
+    # Without repeats no task the annotator had comes again anyway: nothing more to avoid.
+    if last_task_id is not None and batch.allow_repeat_tasks and not batch.allow_same_task_back_to_back:
+        avoid = Q(task_id=last_task_id)
+    return not_yet_taken_by(items, annotator_id, avoid, repeats=batch.allow_repeat_tasks)
+
+
+def not_yet_taken_by(items, annotator_id: int, avoid: Q | None, *, repeats: bool | None):
+    """``items`` not pinned to someone else, never assigned to the annotator and of no task they may not see
+    again (`_task_not_to_serve_again`), without ``avoid``, in serving order: pinned items first, then
+    breadth-first (the pairs closest to K completed sessions), then the batch's order (the item ids: see
+    annotate.queue.order)."""
+    items = items.filter(Q(pinned_to__isnull=True) | Q(pinned_to=annotator_id))
+    items = items.exclude(pk__in=Assignment.objects.filter(annotator_id=annotator_id).values("work_item_id"))
+    items = items.exclude(_task_not_to_serve_again(annotator_id, repeats))
+    if avoid is not None:
+        items = items.exclude(avoid)
+    return items.order_by(F("pinned_to").asc(nulls_last=True), "-completed_count", "id")
+
+
+# A task served again in a batch that allows repeats must not be under way for the annotator, nor one whose answer
+# they have seen: revealed before the last round, or a manual task's reference (shown for judging from round 0).
+_ANSWER_SEEN_OR_UNDER_WAY = (
+    Q(revealed_at__isnull=False)
+    | Q(task__answer_type=Task.AnswerType.MANUAL)
+    | ~Q(status__in=[Session.Status.COMPLETED, Session.Status.ABANDONED])
+)
+
+
+def _task_not_to_serve_again(annotator_id: int, repeats: bool | None) -> Q:
+    """Items whose task the annotator has had a session of (skipped, expired and abandoned ones too: they saw the
+    question), or, where the batch allows repeats, only those whose answer they saw or that are under way.
+    ``repeats`` None: each item's batch says. One probe of the sessions' task index per item stepped over (a task
+    has at most models x K sessions)."""
+    same_task = Session.objects.filter(annotator_id=annotator_id, task_id=OuterRef("task_id"))
+    seen = Exists(same_task)
+    not_repeatable = Exists(same_task.filter(_ANSWER_SEEN_OR_UNDER_WAY))
+    if repeats is None:
+        return (Q(batch__allow_repeat_tasks=False) & seen) | not_repeatable
+    return not_repeatable if repeats else seen
