@@ -9,7 +9,9 @@ stand-ins were. Results are what the ORM gives: model instances (``select_relate
 
 A query is compiled per database alias (the SQL differs between PostgreSQL and SQLite). Whatever the queryset
 holds besides its arguments is frozen at the first call: never put ``timezone.now()`` or a setting that may
-change in one.
+change in one. Integer arguments are ids compared for equality: one beyond 64 bits (a 26-digit id in a URL) is
+one no row has, so the query answers no rows (or updates none) without running, as the ORM does; SQLite could
+not even bind it.
 
 This reads private queryset internals of Django 5.2 (``_prefetch_related_lookups``, ``_iterable_class``,
 ``_fields``, the compiler's ``klass_info``/``select``, ``get_related_populators``). ``PREPARED_QUERIES=0`` turns
@@ -42,6 +44,14 @@ def enabled() -> bool:
 
 def django_is_checked() -> bool:
     return tuple(django.VERSION[:2]) == CHECKED_DJANGO
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _matches_nothing(args: tuple) -> bool:
+    """An integer argument no 64-bit column can hold: no row can equal it."""
+    return any(isinstance(value, int) and value not in _INT64 for value in args)
 
 
 # Stand-ins per argument kind, found again among the compiled parameters. Two sets: a constant of the query that
@@ -127,6 +137,8 @@ class PreparedQuery(_Prepared):
     def all(self, *args, using: str = DEFAULT_DB_ALIAS) -> list:
         if not enabled():
             return list(self.build(*args).using(using))
+        if _matches_nothing(args):
+            return []
         compiled = self.compiled(using)
         with connections[using].cursor() as cursor:
             cursor.execute(compiled.sql, compiled.bind(args))
@@ -165,6 +177,8 @@ class PreparedUpdate(_Prepared):
         if not enabled():
             queryset, values = self.build(*args)
             return queryset.using(using).update(**values)
+        if _matches_nothing(args):
+            return 0
         compiled = self.compiled(using)
         with connections[using].cursor() as cursor:
             cursor.execute(compiled.sql, compiled.bind(args))
