@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy
 from annotate.errors import NotFound
 from annotate.models import Assignment, Batch, Round, Session, Task, TaskImage, User
 from annotate.server.prepared import PreparedQuery
-from annotate.sessions.failures import failure_kind
+from annotate.sessions.failures import failure_kind, failure_plain_message
 
 
 def sessions_with_task():
@@ -95,7 +95,8 @@ def round_payload(rnd: Round) -> dict:
         "extracted_answer": rnd.extracted_answer if rnd.generation_status == Round.Generation.DONE else "",
         "verdict": rnd.final_verdict,
         "verdict_source": rnd.verdict_source,
-        "error": rnd.error,
+        # Annotators get the failure's plain sentence; the detail (servers' URLs, exceptions) is for researchers.
+        "error": failure_plain_message(rnd.error),
         "error_kind": failure_kind(rnd.error),
         "latency_ms": rnd.latency_ms,
         "first_token_ms": rnd.first_token_ms,

@@ -18,6 +18,7 @@ from annotate.models import Assignment, LeakWarning, ModelConfig, Round, Session
 from annotate.server import single_statement
 from annotate.server.prepared import PreparedUpdate
 from annotate.sessions.completion import session_completed
+from annotate.sessions.failures import QUEUE_UNREACHABLE_MESSAGE
 from annotate.sessions.prompts import feedback_for_model, templates_for
 from annotate.sessions.selectors import rounds_in_order, session_with_task, sessions_with_task
 from annotate.sessions.verification import (
@@ -46,9 +47,8 @@ def round_generation_queue(round_id: int, config: ModelConfig) -> None:
 
 
 def _mark_undeliverable(round_id: int) -> None:
-    message = "The model queue could not be reached. Your text is saved; press Retry in a moment."
     Round.objects.filter(pk=round_id, generation_status=Round.Generation.QUEUED).update(
-        generation_status=Round.Generation.FAILED, error=message
+        generation_status=Round.Generation.FAILED, error=QUEUE_UNREACHABLE_MESSAGE
     )
     Session.objects.filter(rounds__pk=round_id, status=Session.Status.GENERATING).update(status=Session.Status.FAILED)
 

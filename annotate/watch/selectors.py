@@ -96,10 +96,15 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
     skips = list(assignments.filter(status=Assignment.Status.SKIPPED).values("skip_reason")
                  .annotate(count=Count("id")).order_by("-count", "skip_reason"))
     errors = defaultdict(int)
-    for display, slug, count in (Round.objects.filter(session__batch=batch, generation_status="failed")
-                                 .values_list("session__model_config__display_name", "session__model_config__name")
-                                 .annotate(n=Count("id"))):
+    latest_error: dict[str, str] = {}
+    failed_rounds = Round.objects.filter(session__batch=batch, generation_status="failed")
+    for config_id, display, slug, count in (failed_rounds.values_list(
+            "session__model_config", "session__model_config__display_name", "session__model_config__name")
+            .annotate(n=Count("id"))):
         errors[display or slug] += count
+        # The failure's full text (servers, exceptions) for researchers; annotators were told a plain sentence.
+        latest_error[display or slug] = failed_rounds.filter(session__model_config=config_id).order_by(
+            "-finished_at", "-id").values_list("error", flat=True).first() or ""
     active_now = assignments.filter(status=Assignment.Status.ACTIVE, lease_expires_at__gte=now).values(
         "annotator").distinct().count()
     models = list(batch.models_to_evaluate.order_by("name"))
@@ -117,7 +122,8 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
         "skips": [{"reason": row["skip_reason"], "count": row["count"]} for row in skips],
         "skips_total": sum(row["count"] for row in skips),
         "leak_warnings": LeakWarning.objects.filter(session__batch=batch).count(),
-        "model_errors": [{"model": name, "failed_rounds": n} for name, n in sorted(errors.items())],
+        "model_errors": [{"model": name, "failed_rounds": n, "latest": latest_error.get(name, "")[:500]}
+                         for name, n in sorted(errors.items())],
         "queues": _queue_depths(models),
         # The circuit breaker (annotate.health): these models' rounds fail at once until a probe answers.
         "unavailable_models": [{"model": m.label, "since": m.unavailable_since.isoformat(),

@@ -11,7 +11,8 @@ Settings:
   ``endpoint_cooldown`` s (default 30) or its ``Retry-After``, and the call's retry goes at once to another one.
 - ``connect_timeout`` (default 5 s), ``read_timeout`` (default 60 s, also the longest gap between chunks).
 - Retries (models_runtime.retry, the only retry layer: Celery does not retry a model error again) on 429, 5xx,
-  connection errors, timeouts and error events before the first chunk, never after it:
+  connection errors, timeouts and error events before the first chunk, never after it (a connection the server
+  refused, or that timed out connecting, is retried until the budget is spent: a restarting server is waited for):
   ``max_retries`` (default 2, so 3 requests at most), ``retry_budget`` (default 60 s for all attempts of one call),
   ``backoff_base`` (default 0.5 s) and ``max_backoff`` (default 30 s) for exponential backoff with full jitter.
   A ``Retry-After`` is honoured (plus up to 20 % jitter); one longer than what is left of the budget ends the call.
@@ -223,7 +224,7 @@ class OpenAIBackend(Backend):
             yield from self._request(endpoint, request, stream)
         except TransientModelError as error:
             if len(self.pool.endpoints) > 1 and self.pool.failed(endpoint, error.retry_after):
-                raise TransientModelError(f"{error} (trying another endpoint)") from error
+                raise TransientModelError(f"{error} (trying another endpoint)", unreached=error.unreached) from error
             raise
         self.pool.succeeded(endpoint)
 
@@ -247,8 +248,12 @@ class OpenAIBackend(Backend):
                     self._raise_for_content_type(response, content_type, url)
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise PermanentModelError(f"{url}: bad URL: {exc}") from exc
+        except httpx.ConnectTimeout as exc:
+            raise TransientModelError(f"{url}: connection timed out (ConnectTimeout)", unreached=True) from exc
         except httpx.TimeoutException as exc:
             raise TransientModelError(f"{url}: timed out ({type(exc).__name__})") from exc
+        except httpx.ConnectError as exc:  # refused, no route: the server never had the request
+            raise TransientModelError(f"{url}: connection failed (ConnectError: {exc})", unreached=True) from exc
         except httpx.TransportError as exc:
             raise TransientModelError(f"{url}: connection failed ({type(exc).__name__}: {exc})") from exc
 

@@ -24,7 +24,7 @@
       var tr = document.createElement("tr");
       cells(item).forEach(function (value, i) {
         var td = document.createElement("td");
-        if (i > 0) { td.className = "num"; }
+        if (i > 0 && typeof value !== "string") { td.className = "num"; }  // text cells (an error) stay left
         td.textContent = value === null || value === undefined ? "?" : String(value);
         tr.appendChild(td);
       });
@@ -56,7 +56,7 @@
     rows("by-model", d.by_model, progress);
     rows("by-category", d.by_category, progress);
     rows("queues", d.queues, function (q) { return [q.queue, q.depth]; });
-    rows("model-errors", d.model_errors, function (e) { return [e.model, e.failed_rounds]; });
+    rows("model-errors", d.model_errors, function (e) { return [e.model, e.failed_rounds, e.latest]; });
     rows("unavailable-models", d.unavailable_models, function (u) {
       return [u.model, u.since.slice(11, 19), u.reason.length > 200 ? u.reason.slice(0, 199) + "…" : u.reason];
     });

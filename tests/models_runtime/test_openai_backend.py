@@ -166,12 +166,13 @@ def test_connection_refused_is_transient():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed again when the block ends: nothing listens there
-    backend = OpenAIBackend(
-        {"base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "max_retries": 1, "backoff_base": 0.01}
-    )
+    backend = OpenAIBackend({"base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "max_retries": 1,
+                             "backoff_base": 0.01, "max_backoff": 0.05, "retry_budget": 0.5})
 
-    with pytest.raises(TransientModelError, match="2 attempt.*connection failed"):
+    with pytest.raises(TransientModelError, match="budget is spent.*connection failed") as error:
         backend.stream(ask()).collect()
+    assert error.value.unreached  # tried again until the budget was spent: more than max_retries + 1 times
+    assert int(str(error.value).split("gave up after ")[1].split(" ")[0]) > 2
 
 
 def test_extra_body_is_merged_and_none_removes_a_key(fake_openai):
