@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from annotate.server import embedded_redis
 from annotate.server.env import env_bool, env_int, env_list, env_str
+from annotate.server.proxies import trusted_proxies
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FEEDBACK_LAB_VAR_DIR") or BASE_DIR / "var")
@@ -253,7 +254,12 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner on every manage.py command
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_IPWARE_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0) or None  # proxies in front that add X-Forwarded-For
+# The address is REMOTE_ADDR, never a header a client can write: the ASGI app sets it from X-Forwarded-For only for
+# connections from TRUSTED_PROXIES (annotate.server.proxies).
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
+# Reverse proxies in front of the web server (addresses or CIDR networks, comma-separated; empty: none). Only their
+# X-Forwarded-For / X-Forwarded-Proto are read; e.g. the TLS proxy's address on compose's `proxy` network.
+TRUSTED_PROXIES = trusted_proxies(env_list("TRUSTED_PROXIES", []))
 
 # --- static and media -----------------------------------------------------------------------
 STATIC_URL = "static/"
@@ -297,6 +303,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "annotate.errors.api_exception_handler",
+    # Throttles key anonymous clients by REMOTE_ADDR (set from trusted proxies only), never by X-Forwarded-For.
+    "NUM_PROXIES": 0,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Feedback Lab API",
