@@ -12,6 +12,7 @@ from annotate.bench import selectors as bench_selectors
 from annotate.bench import services as bench_services
 from annotate.errors import ApplicationError
 from annotate.models import Batch, BenchRun, ModelConfig, Round
+from annotate.server.throttles import job_creation_wait
 from evaluation.bench import comparison_tables, run_table
 from evaluation.bench_apis import run_table_response
 from evaluation.exports import render_tables
@@ -62,7 +63,9 @@ class BenchRunForm(forms.Form):
 @researcher_required
 def bench_runs_page(request):
     form = BenchRunForm(request.POST or None, user=request.user)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and form.is_valid() and (wait := job_creation_wait(request)):
+        form.add_error(None, wait)
+    elif request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             if data["protocol"] not in ("", BenchRun.Protocol.INTERFEEDBACK):
@@ -126,7 +129,10 @@ def bench_run_action(request, run_id: int, action: str):
         if action == "cancel":
             bench_services.bench_run_cancel(run=run)
         elif action == "resume":
-            bench_services.bench_run_resume(run=run)
+            if wait := job_creation_wait(request):
+                messages.error(request, wait)
+            else:
+                bench_services.bench_run_resume(run=run)
     except ApplicationError as error:
         messages.error(request, error.message)
     return redirect("bench-run-page", run.pk)

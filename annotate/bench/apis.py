@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from annotate.bench import selectors, services
 from annotate.models import BenchRun
 from annotate.server.api_schema import errors
+from annotate.server.throttles import JobCreationThrottled
 
 
 class BenchRunSerializer(serializers.Serializer):
@@ -57,7 +58,7 @@ class BenchRunSerializer(serializers.Serializer):
         return reverse("bench-run-page", args=[run.pk])
 
 
-class BenchRunListApi(APIView):
+class BenchRunListApi(JobCreationThrottled, APIView):
     class InputSerializer(serializers.Serializer):
         protocol = serializers.ChoiceField(choices=BenchRun.Protocol.choices, default="interfeedback",
                                            help_text="FIRE runs: receivers are the students, providers the teachers")
@@ -122,7 +123,7 @@ class BenchRunCancelApi(APIView):
         return Response(BenchRunSerializer(run).data)
 
 
-class BenchRunResumeApi(APIView):
+class BenchRunResumeApi(JobCreationThrottled, APIView):
     @extend_schema(request=None, responses={200: BenchRunSerializer, **errors(403, 404, 409)},
                    summary="Resume a run from what it has made (after a crash, a cancel or a failed call)")
     def post(self, request, run_id: int):
