@@ -1,5 +1,6 @@
 """ASGI entry point: Django's own ASGI handler for HTTP, Channels for WebSockets (Channels' session auth stack,
-origin-checked), behind forwarded headers read from TRUSTED_PROXIES only (annotate.server.proxies)."""
+origin-checked, at most WEBSOCKETS_PER_USER per person), behind forwarded headers read from TRUSTED_PROXIES only
+(annotate.server.proxies)."""
 
 import os
 import sys
@@ -24,6 +25,7 @@ from annotate.celery import app as celery_app  # noqa: E402
 from annotate.server.heap import freeze_startup_heap  # noqa: E402
 from annotate.server.proxies import behind_trusted_proxies  # noqa: E402
 from annotate.server.timing import ServerTimingMiddleware  # noqa: E402
+from annotate.server.ws_limits import WebSocketsPerUser  # noqa: E402
 from annotate.sessions.consumers import SessionConsumer, no_route  # noqa: E402
 from annotate.watch.consumers import DashboardConsumer  # noqa: E402
 
@@ -36,7 +38,8 @@ websocket_urlpatterns = [
 application = behind_trusted_proxies(ProtocolTypeRouter(
     {
         "http": ServerTimingMiddleware(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(WebSocketsPerUser(URLRouter(websocket_urlpatterns)))),
     }
 ), settings.TRUSTED_PROXIES)
 

@@ -156,8 +156,11 @@ ROUND_REQUEUE_SECONDS = env_int("ROUND_REQUEUE_SECONDS", 120)
 # Every "your feedback states an answer" warning is answered this long after its request arrived (unless the
 # request took longer): its timing must not tell whether the stated answer was right.
 LEAK_WARNING_MS = env_int("LEAK_WARNING_MS", 100)
-# How many long jobs (recounts, session exports, model checks) one person may start ("N/s|min|hour|day"; "" = off).
+# How many long jobs (recounts, session exports, model checks, bench and FIRE run starts and resumes) one person may
+# start ("N/s|min|hour|day"; "" = off).
 JOB_RATE_LIMIT = env_str("JOB_RATE_LIMIT", "10/min")
+# WebSockets one signed-in person may hold open at once, all web processes together (0: no cap).
+WEBSOCKETS_PER_USER = env_int("WEBSOCKETS_PER_USER", 20)
 EXPORT_RETENTION_DAYS = env_int("EXPORT_RETENTION_DAYS", 30)
 # Model health: a probe per model every MODEL_PROBE_SECONDS; MODEL_BREAKER_FAILURES rounds of a model failing in a
 # row (model errors, any worker) mark it unavailable until a probe answers (0: no breaker).

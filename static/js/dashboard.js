@@ -75,6 +75,11 @@
     };
     socket.onclose = function (event) {
       if (event.code === 4403) { state.textContent = _("You may not watch this batch."); return; }
+      if (event.code === 4429) {  // too many live pages open for this person (annotate/server/ws_limits.py)
+        state.textContent = _("Too many pages open: this one updates more slowly. Close the ones you do not use.");
+        setTimeout(connect, 30000);
+        return;
+      }
       state.textContent = state.dataset.lost;
       setTimeout(connect, 3000);
     };

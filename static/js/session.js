@@ -271,10 +271,13 @@
       else if (event.type === "chunk") applyChunk(event);
       else if (event.type === "draft_saved" && event.id === draftId) text($("draft-status"), gettext("Draft saved"));
     };
-    socket.onclose = () => {
-      text($("connection"), gettext("Reconnecting…"));
+    socket.onclose = (event) => {
+      // 4429: this person has too many live pages open (annotate/server/ws_limits.py): try again later.
+      const tooMany = event.code === 4429;
+      text($("connection"), tooMany ? gettext("Too many pages open: this one updates more slowly. Close the ones you do not use.")
+        : gettext("Reconnecting…"));
       if (state.status === "generating") ensurePolling();
-      setTimeout(connect, 2000);
+      setTimeout(connect, tooMany ? 30000 : 2000);
     };
   }
 
