@@ -23,7 +23,7 @@ from django.urls import get_resolver, path, re_path  # noqa: E402
 
 from annotate.celery import app as celery_app  # noqa: E402
 from annotate.server.heap import freeze_startup_heap  # noqa: E402
-from annotate.server.proxies import behind_trusted_proxies  # noqa: E402
+from annotate.server.proxies import ForwardedHeaders  # noqa: E402
 from annotate.server.timing import ServerTimingMiddleware  # noqa: E402
 from annotate.server.ws_limits import WebSocketsPerUser  # noqa: E402
 from annotate.sessions.consumers import SessionConsumer, no_route  # noqa: E402
@@ -35,7 +35,7 @@ websocket_urlpatterns = [
     re_path(r"", no_route),  # last: any other path is refused with 4404 (URLRouter would raise instead)
 ]
 
-application = behind_trusted_proxies(ProtocolTypeRouter(
+application = ForwardedHeaders(ProtocolTypeRouter(
     {
         "http": ServerTimingMiddleware(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(

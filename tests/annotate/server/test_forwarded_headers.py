@@ -95,6 +95,27 @@ def test_a_trusted_proxy_gives_the_clients_own_address(start_web, account, setti
     assert log_in(url, PASSWORD, "203.0.113.8") == 302  # another client, named by the proxy: logs in
 
 
+@pytest.mark.parametrize("proxies, expected", [("10.9.9.9", 301), ("127.0.0.1", 200)])
+def test_a_spoofed_scheme_is_dropped_unless_a_trusted_proxy_sent_it(start_web, proxies, expected):
+    """Behind TLS (SECURE_SSL_REDIRECT, BEHIND_TLS_PROXY): a client on plain HTTP that claims X-Forwarded-Proto:
+    https is still redirected to HTTPS; the same header from the trusted proxy is believed."""
+    url = start_web(TRUSTED_PROXIES=proxies, SECURE_SSL_REDIRECT="1", BEHIND_TLS_PROXY="1")
+    answer = httpx.get(f"{url}/login/", headers={"X-Forwarded-Proto": "https"}, timeout=10)
+    assert answer.status_code == expected
+    if expected == 301:
+        assert answer.headers["Location"].startswith("https://")
+
+
+def test_behind_tls_without_trusted_proxies_is_a_configuration_error(settings):
+    from annotate.checks import check_deployment
+
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.TRUSTED_PROXIES = ()
+    assert "feedback_lab.E003" in [problem.id for problem in check_deployment(None)]
+    settings.TRUSTED_PROXIES = ("172.30.0.10",)
+    assert "feedback_lab.E003" not in [problem.id for problem in check_deployment(None)]
+
+
 def test_compose_leaves_forwarded_headers_to_the_apps_setting():
     web = yaml.safe_load((stack.ROOT / "docker" / "compose.yaml").read_text())["services"]["web"]
     command = web["command"]
