@@ -92,7 +92,7 @@ class BenchRunListApi(JobCreationThrottled, APIView):
         runs = selectors.readable_runs(request.user)[:100]
         return Response(BenchRunSerializer(runs, many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={201: BenchRunSerializer, **errors(400, 403, 404)},
+    @extend_schema(request=InputSerializer, responses={201: BenchRunSerializer, **errors(400, 403, 404, 429)},
                    summary="Start a bench run: every receiver x provider x feedback kind on the batch's tasks")
     def post(self, request):
         data = self.InputSerializer(data=request.data)
@@ -124,7 +124,7 @@ class BenchRunCancelApi(APIView):
 
 
 class BenchRunResumeApi(JobCreationThrottled, APIView):
-    @extend_schema(request=None, responses={200: BenchRunSerializer, **errors(403, 404, 409)},
+    @extend_schema(request=None, responses={200: BenchRunSerializer, **errors(403, 404, 409, 429)},
                    summary="Resume a run from what it has made (after a crash, a cancel or a failed call)")
     def post(self, request, run_id: int):
         run = services.bench_run_resume(run=selectors.readable_run(request.user, run_id))
