@@ -4,9 +4,9 @@ tokens per minute.
 - ``requests_per_minute``: the `limits` library's moving window (its Redis storage), one hit per call.
 - ``tokens_per_minute``: the same window, charged with the prompt + completion tokens a call used once it has
   answered (the server's usage); a call starts only while the minute's tokens are not spent.
-- ``max_concurrent_requests``: one lease per call in a Redis sorted set (score: when the lease lapses), counted
-  and taken in one Lua script so two workers never both take the last slot. A lease lapses after the model's hard
-  time limit, so a killed worker does not hold its slot for ever.
+- ``max_concurrent_requests``: one lease per call in a Redis sorted set (annotate.server.leases: counted and taken
+  in one Lua script, so two workers never both take the last slot). A lease lapses after the model's hard time
+  limit, so a killed worker does not hold its slot for ever.
 
 A call that finds its quota full does not start: ``quota_take`` says how long to wait. The round's Celery task
 then comes back later without having claimed its round (nothing to lose or double, no model error); a bench
@@ -29,19 +29,9 @@ from limits import RateLimitItemPerMinute, strategies
 from limits.storage import storage_from_string
 
 from annotate.models import ModelConfig
+from annotate.server.leases import lease_release, lease_take
 
 _SLOTS_KEY = "model-quota:calls-now:{}"
-# Drop lapsed leases, then take a slot if one is free: KEYS[1] the set; ARGV: now, lapses_at, limit, token.
-_TAKE_SLOT = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {0, first[2]}
-end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
-redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2]) - tonumber(ARGV[1])) + 60)
-return {1, ARGV[2]}
-"""
 WAIT_WHEN_FULL_SECONDS = 1.0  # how soon a call that found every slot taken asks again
 _PEOPLE_WAITING_KEY = "model-quota:people-waiting:{}"
 PEOPLE_WAITING_SECONDS = 3  # a person's waiting round asks again within WAIT_WHEN_FULL_SECONDS: this outlasts it
@@ -75,7 +65,7 @@ class Slot:
 
     def release(self, *, tokens: int | None = None) -> None:
         if self.token is not None:  # once: a call may give its slot back before its caller's `finally` does
-            _redis().zrem(_SLOTS_KEY.format(self.config.pk), self.token)
+            lease_release(_redis(), _SLOTS_KEY.format(self.config.pk), self.token)
             self.token = None
         if tokens and self.config.tokens_per_minute:
             # A window takes no more than it has left: a call that overran the minute fills it (no call starts
@@ -108,11 +98,10 @@ def _take(config: ModelConfig) -> Slot | float:
     token = None
     if config.max_concurrent_requests:
         token = uuid.uuid4().hex
-        now = time.time()
-        taken, lapses_at = _redis().eval(_TAKE_SLOT, 1, _SLOTS_KEY.format(config.pk), now,
-                                         now + config.time_limit + 30, config.max_concurrent_requests, token)
+        taken, lapses_at = lease_take(_redis(), _SLOTS_KEY.format(config.pk), limit=config.max_concurrent_requests,
+                                      lapses_in=config.time_limit + 30, token=token)
         if not taken:
-            return min(WAIT_WHEN_FULL_SECONDS, max(0.05, float(lapses_at) - now))
+            return min(WAIT_WHEN_FULL_SECONDS, max(0.05, lapses_at - time.time()))
     if config.requests_per_minute:
         rpm = RateLimitItemPerMinute(config.requests_per_minute)
         if not limiter.hit(rpm, "model-rpm", key):

@@ -27,11 +27,15 @@ class TransientModelError(ModelError):
     """Worth retrying: timeouts, 429, 5xx, connection errors, a busy GPU.
 
     ``retry_after``: seconds the server asked to wait (its ``Retry-After``), when it said.
+    ``unreached``: the request never reached a server (connection refused, no route, connect timeout): nothing was
+    generated or billed, so it is tried again until the retry budget is spent, not only ``max_attempts`` times: a
+    server restarting refuses connections for a few seconds.
     """
 
-    def __init__(self, message: str, *, retry_after: float | None = None):
+    def __init__(self, message: str, *, retry_after: float | None = None, unreached: bool = False):
         super().__init__(message)
         self.retry_after = retry_after
+        self.unreached = unreached
 
 
 class PermanentModelError(ModelError):
@@ -243,9 +247,11 @@ class Backend(ABC):
                     ) from error
                 if not isinstance(error, TransientModelError):
                     raise
-                wait = policy.next_wait(attempts, time.monotonic() - began, error.retry_after)
+                wait = policy.next_wait(attempts, time.monotonic() - began, error.retry_after,
+                                        unreached=error.unreached)
                 if isinstance(wait, GiveUp):
-                    raise TransientModelError(f"{wait.reason}: {error}", retry_after=error.retry_after) from error
+                    raise TransientModelError(f"{wait.reason}: {error}", retry_after=error.retry_after,
+                                              unreached=error.unreached) from error
                 time.sleep(wait)
             finally:
                 _close(chunks)  # a caller that stops early stops this attempt's request at once

@@ -47,15 +47,17 @@ class RetryPolicy:
         return draw(0.0, min(self.max_delay, self.base_delay * 2 ** (attempt - 2)))
 
     def next_wait(
-        self, attempts_made: int, elapsed: float, retry_after: float | None, rng: random.Random | None = None
+        self, attempts_made: int, elapsed: float, retry_after: float | None, rng: random.Random | None = None,
+        *, unreached: bool = False,
     ) -> float | GiveUp:
         """The wait before the next attempt, or GiveUp saying why there is none.
 
         ``attempts_made``: attempts so far; ``elapsed``: seconds since the first began; ``retry_after``: what the
-        last failure's server asked for, if anything.
+        last failure's server asked for, if anything; ``unreached``: the last attempt never reached a server
+        (connection refused): such attempts cost nothing, so only the budget limits them, not ``max_attempts``.
         """
         done = f"gave up after {attempts_made} attempt(s) in {elapsed:.1f} s"
-        if attempts_made >= self.max_attempts:
+        if attempts_made >= self.max_attempts and not unreached:
             return GiveUp(done)
         left = self.total_seconds - elapsed
         if left <= 0:

@@ -40,6 +40,8 @@ class FakeOpenAI:
     # Until this time.monotonic(), every request gets 429 with Retry-After: `retry_after` or the seconds left
     rate_limited_until: float = 0.0
     retry_after: str | None = None
+    error_message: str | None = None  # the message of error answers (default: one naming the status)
+    page_text: str = "<h1>Welcome to nginx!</h1>"  # the body of respond_as="html"
     requests: list[dict] = field(default_factory=list)
     base_url: str = ""
     stop_event: threading.Event = field(default_factory=threading.Event)
@@ -77,14 +79,15 @@ def handler_for(fake: FakeOpenAI):
                 return self._json(404, {"error": {"message": f"no route {self.path}"}})
             if fake.failures:
                 status, headers = fake.failures.pop(0)
-                return self._json(status, {"error": {"message": f"simulated {status}"}}, headers)
+                return self._json(status, {"error": {"message": fake.error_message or f"simulated {status}"}},
+                                  headers)
             left = fake.rate_limited_until - time.monotonic()
             if left > 0:
                 retry_after = fake.retry_after or str(math.ceil(left))
                 return self._json(429, {"error": {"message": "Rate limit reached, slow down."}},
                                   {"Retry-After": retry_after})
             if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
-                return self._json(401, {"error": {"message": "Incorrect API key provided."}})
+                return self._json(401, {"error": {"message": fake.error_message or "Incorrect API key provided."}})
             if body.get("model") != fake.model:
                 return self._json(
                     404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
@@ -131,7 +134,7 @@ def handler_for(fake: FakeOpenAI):
             self._json(200, payload)
 
         def _page(self) -> None:
-            data = b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>"
+            data = f"<!doctype html><html><body>{fake.page_text}</body></html>".encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(data)))

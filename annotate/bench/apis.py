@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from annotate.bench import selectors, services
 from annotate.models import BenchRun
 from annotate.server.api_schema import errors
+from annotate.server.throttles import JobCreationThrottled
 
 
 class BenchRunSerializer(serializers.Serializer):
@@ -55,7 +56,7 @@ class BenchRunSerializer(serializers.Serializer):
         return reverse("bench-run-page", args=[run.pk])
 
 
-class BenchRunListApi(APIView):
+class BenchRunListApi(JobCreationThrottled, APIView):
     class InputSerializer(serializers.Serializer):
         protocol = serializers.ChoiceField(choices=BenchRun.Protocol.choices, default="interfeedback",
                                            help_text="FIRE runs: receivers are the students, providers the teachers")
@@ -89,7 +90,7 @@ class BenchRunListApi(APIView):
         runs = selectors.readable_runs(request.user)[:100]
         return Response(BenchRunSerializer(runs, many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={201: BenchRunSerializer, **errors(400, 403, 404)},
+    @extend_schema(request=InputSerializer, responses={201: BenchRunSerializer, **errors(400, 403, 404, 429)},
                    summary="Start a bench run: every receiver x provider x feedback kind on the batch's tasks")
     def post(self, request):
         data = self.InputSerializer(data=request.data)
@@ -120,8 +121,8 @@ class BenchRunCancelApi(APIView):
         return Response(BenchRunSerializer(run).data)
 
 
-class BenchRunResumeApi(APIView):
-    @extend_schema(request=None, responses={200: BenchRunSerializer, **errors(403, 404, 409)},
+class BenchRunResumeApi(JobCreationThrottled, APIView):
+    @extend_schema(request=None, responses={200: BenchRunSerializer, **errors(403, 404, 409, 429)},
                    summary="Resume a run from what it has made (after a crash, a cancel or a failed call)")
     def post(self, request, run_id: int):
         run = services.bench_run_resume(run=selectors.readable_run(request.user, run_id))

@@ -1,5 +1,6 @@
 """ASGI entry point: Django's own ASGI handler for HTTP, Channels for WebSockets (Channels' session auth stack,
-origin-checked)."""
+origin-checked, at most WEBSOCKETS_PER_USER per person), behind forwarded headers read from TRUSTED_PROXIES only
+(annotate.server.proxies)."""
 
 import os
 import sys
@@ -17,11 +18,14 @@ django_asgi_app = get_asgi_application()  # sets Django up before the imports be
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.urls import get_resolver, path, re_path  # noqa: E402
 
 from annotate.config.celery import app as celery_app  # noqa: E402
 from annotate.server.heap import freeze_startup_heap  # noqa: E402
+from annotate.server.proxies import ForwardedHeaders  # noqa: E402
 from annotate.server.timing import ServerTimingMiddleware  # noqa: E402
+from annotate.server.ws_limits import WebSocketsPerUser  # noqa: E402
 from annotate.sessions.consumers import SessionConsumer, no_route  # noqa: E402
 from annotate.watch.consumers import DashboardConsumer  # noqa: E402
 
@@ -31,12 +35,13 @@ websocket_urlpatterns = [
     re_path(r"", no_route),  # last: any other path is refused with 4404 (URLRouter would raise instead)
 ]
 
-application = ProtocolTypeRouter(
+application = ForwardedHeaders(ProtocolTypeRouter(
     {
         "http": ServerTimingMiddleware(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(WebSocketsPerUser(URLRouter(websocket_urlpatterns)))),
     }
-)
+), settings.TRUSTED_PROXIES)
 
 # Load now what the first request of each process used to load, so that it is frozen with the rest: every view and
 # the URL reverse map (~70 ms of CPU), the Celery task registry and the broker's transport (~90 ms).

@@ -16,5 +16,10 @@ def check_deployment(app_configs, **kwargs):
     if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3") and not settings.DEBUG:
         problems.append(Warning("DATABASE_URL is not set: using SQLite",
                                 hint="Set DATABASE_URL=postgres://... in production", id="feedback_lab.W002"))
+    if getattr(settings, "SECURE_PROXY_SSL_HEADER", None) and not settings.TRUSTED_PROXIES:
+        problems.append(Error(
+            "BEHIND_TLS_PROXY is set but TRUSTED_PROXIES is empty: X-Forwarded-Proto is read from trusted proxies "
+            "only, so no request would be seen as HTTPS (and SECURE_SSL_REDIRECT would redirect for ever)",
+            hint="Set TRUSTED_PROXIES to the TLS proxy's address (e.g. 172.30.0.10)", id="feedback_lab.E003"))
     return problems
 

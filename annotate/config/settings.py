@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from annotate import queue_contract
 from annotate.server import embedded_redis
 from annotate.server.env import env_bool, env_float, env_int, env_list, env_str
+from annotate.server.proxies import trusted_proxies
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(env_str("FEEDBACK_LAB_VAR_DIR") or BASE_DIR / "var")
@@ -156,8 +157,11 @@ ROUND_REQUEUE_SECONDS = env_int("ROUND_REQUEUE_SECONDS", 120)
 # Every "your feedback states an answer" warning is answered this long after its request arrived (unless the
 # request took longer): its timing must not tell whether the stated answer was right.
 LEAK_WARNING_MS = env_int("LEAK_WARNING_MS", 100)
-# How many long jobs (recounts, session exports, model checks) one person may start ("N/s|min|hour|day"; "" = off).
+# How many long jobs (recounts, session exports, model checks, bench and FIRE run starts and resumes) one person may
+# start ("N/s|min|hour|day"; "" = off).
 JOB_RATE_LIMIT = env_str("JOB_RATE_LIMIT", "10/min")
+# WebSockets one signed-in person may hold open at once, all web processes together (0: no cap).
+WEBSOCKETS_PER_USER = env_int("WEBSOCKETS_PER_USER", 20)
 EXPORT_RETENTION_DAYS = env_int("EXPORT_RETENTION_DAYS", 30)
 # Model health: a probe per model every MODEL_PROBE_SECONDS; MODEL_BREAKER_FAILURES rounds of a model failing in a
 # row (model errors, any worker) mark it unavailable until a probe answers (0: no breaker).
@@ -256,7 +260,12 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner on every manage.py command
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_IPWARE_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0) or None  # proxies in front that add X-Forwarded-For
+# The address is REMOTE_ADDR, never a header a client can write: the ASGI app sets it from X-Forwarded-For only for
+# connections from TRUSTED_PROXIES (annotate.server.proxies).
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
+# Reverse proxies in front of the web server (addresses or CIDR networks, comma-separated; empty: none). Only their
+# X-Forwarded-For / X-Forwarded-Proto are read; e.g. the TLS proxy's address on compose's `proxy` network.
+TRUSTED_PROXIES = trusted_proxies(env_list("TRUSTED_PROXIES", []))
 
 # --- static and media -----------------------------------------------------------------------
 STATIC_URL = "static/"
@@ -300,6 +309,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "annotate.errors.api_exception_handler",
+    # Throttles key anonymous clients by REMOTE_ADDR (set from trusted proxies only), never by X-Forwarded-For.
+    "NUM_PROXIES": 0,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Feedback Lab API",

@@ -7,10 +7,13 @@
 - Signed is not secret: anyone holding the link can read its payload. So the completion code is NOT in the token:
   it is ``Batch.completion_code``, shown by the completion page only to a participant of that batch who has no
   items left.
-- A participant is a plain annotator with a random username, an unusable password and a pseudonym; with
-  ``?PROLIFIC_PID=…`` the same PID comes back to the same account (``User.external_id``), which is never shown to
-  other people. Accounts that can log in otherwise (a password, or a researcher/admin role) are never entered
-  through a PID.
+- A participant is a plain annotator with a random username, an unusable password and a pseudonym, bound to the
+  batch whose link made it (``User.crowd_batch``). With ``?PROLIFIC_PID=…`` the same PID on a link of the same
+  batch comes back to the same account (``User.external_id``, never shown to other people), from any device. A PID
+  is typed into a URL by whoever holds the link, so it opens nothing else: on another batch's link it makes an
+  account of that batch (the same person in two studies has two accounts), it never moves a participant to
+  another batch, and it never enters an account that can log in otherwise (a password, a staff or superuser flag,
+  a researcher/admin role) or that was not made through an invite link.
 """
 
 from __future__ import annotations
@@ -135,43 +138,47 @@ def _new_participant(batch: Batch, external_id: str | None, link: InviteLink | N
 
 def participant_for_invite(*, invite: Invite, prolific_pid: str | None = None,
                            current_user: User | None = None) -> User:
-    """The annotator account to log in for this invite: the PID's account (created on first use), else the
-    participant already logged in in this browser, else a new pseudonymous one. Joins them to the batch."""
+    """The annotator account to log in for this invite: the PID's account of this batch (created on first use),
+    else the participant of this batch already logged in in this browser, else a new pseudonymous one."""
     batch = invite.batch
     if prolific_pid is not None:
         pid = prolific_pid.strip()
         if not PID_PATTERN.match(pid):
             raise ApplicationError(gettext("PROLIFIC_PID must be 1–64 letters, digits, '-' or '_'."), code="bad_pid")
-        user = User.objects.filter(external_id=pid).first()
+        user = User.objects.filter(external_id=pid, crowd_batch=batch).first()
         if user is None:
+            if User.objects.filter(external_id=pid, crowd_batch__isnull=True).exists():
+                raise _pid_refused()  # an account not made by an invite link carries this id
             try:
                 with transaction.atomic():
                     return _new_participant(batch, pid, invite.link)
             except IntegrityError:  # the same participant opened the link twice at once
-                user = User.objects.get(external_id=pid)
+                user = User.objects.get(external_id=pid, crowd_batch=batch)
+        if not _is_participant(user):
+            raise _pid_refused()
         return _rejoin(user, invite)
-    if current_user is not None and current_user.is_authenticated and _is_participant(current_user):
+    if current_user is not None and current_user.is_authenticated and _is_participant(current_user) \
+            and current_user.crowd_batch_id == batch.pk:
         return _rejoin(current_user, invite)
     return _new_participant(batch, None, invite.link)
 
 
+def _pid_refused() -> ApplicationError:
+    return ApplicationError(gettext("This participant id cannot be used with an invitation link."), code="bad_pid")
+
+
 def _is_participant(user: User) -> bool:
-    """Made by an invite: an annotator who cannot log in with a password."""
-    return user.role == User.Role.ANNOTATOR and not user.has_usable_password() and not user.is_staff
+    """Made by an invite link, and able to log in only through one: an active annotator of a crowd batch with no
+    password, no staff or superuser flag."""
+    return (user.role == User.Role.ANNOTATOR and user.crowd_batch_id is not None and user.is_active
+            and not user.has_usable_password() and not user.is_staff and not user.is_superuser)
 
 
 def _rejoin(user: User, invite: Invite) -> User:
-    if not _is_participant(user) or not user.is_active:
-        raise ApplicationError(gettext("This participant id cannot be used with an invitation link."), code="bad_pid")
-    changed = []
-    if user.crowd_batch_id != invite.batch.pk:
-        user.crowd_batch = invite.batch
-        changed.append("crowd_batch")
-    if invite.link is not None and (user.invite_link_id is None or user.invite_link.batch_id != invite.batch.pk):
+    """A participant of ``invite``'s batch back through one of its links: never moved to another batch."""
+    if invite.link is not None and user.invite_link_id is None:
         user.invite_link = invite.link  # counted under the first link of this batch they came through
-        changed.append("invite_link")
-    if changed:
-        user.save(update_fields=changed)
+        user.save(update_fields=["invite_link"])
     return user
 
 

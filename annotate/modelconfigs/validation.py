@@ -7,7 +7,9 @@ request). So the table below states the keys and value types of each backend, an
 tests/annotate/modelconfigs/test_validation.py fails when it and the backends' own ``SETTINGS_KEYS`` drift apart.
 
 API keys are never stored: ``api_key_env`` holds the NAME of an environment variable, and a value that looks
-like a key (anywhere in the settings) is refused.
+like a key (anywhere in the settings) is refused. That variable's value is sent to the model's server, so it must
+be one meant for a model key (``<NAME>_API_KEY``, models_runtime.outbound) and never one of the app's own settings.
+Link-local and cloud metadata hosts are refused as model servers.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from decimal import Decimal
 from typing import Any
 
 from annotate.models import ModelConfig
+from annotate.server.env import SETTINGS_NAMES
 from models_runtime import GenerationSettings, ModelError
+from models_runtime.outbound import API_KEY_ENV_RULE, api_key_env_problem, host_problem
 from models_runtime.registry import backend_class
 
 Problems = list[tuple[str, str]]
@@ -83,7 +87,7 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
 def _http_url(value: Any) -> str | None:
     if _text(value) or not str(value).startswith(("http://", "https://")):
         return f"must be a URL starting with http:// or https://, got {value!r}"
-    return None
+    return host_problem(str(value))
 
 
 def _env_name(value: Any) -> str | None:
@@ -94,7 +98,9 @@ def _env_name(value: Any) -> str | None:
                 "(e.g. OPENAI_API_KEY), and set that variable on the workers")
     if not ENV_NAME_PATTERN.match(value):
         return f"must be the NAME of an environment variable (letters, digits and _), got {value!r}"
-    return None
+    if value in SETTINGS_NAMES:
+        return f"{value!r} is one of the app's own settings, never a model key; {API_KEY_ENV_RULE}"
+    return api_key_env_problem(value)
 
 
 def _local_path(value: Any) -> str | None:

@@ -30,8 +30,10 @@ class User(AbstractUser):
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
     # Exports and reports name annotators by this, never by username or e-mail.
     pseudonym = models.CharField(max_length=32, unique=True, default=_new_pseudonym)
+    # One account per participant id and batch: the same Prolific participant in two studies has two accounts, so
+    # a PID typed into another study's link never opens the first (annotate.crowd.services).
     external_id = models.CharField(
-        max_length=128, null=True, blank=True, unique=True, help_text="Crowdsourcing id (e.g. Prolific PID)"
+        max_length=128, null=True, blank=True, help_text="Crowdsourcing id (e.g. Prolific PID), unique per batch"
     )
     # Crowd participants (invite link / Prolific entry) are served only the batch they joined.
     crowd_batch = models.ForeignKey(
@@ -47,6 +49,12 @@ class User(AbstractUser):
         max_length=16, blank=True, default="", choices=settings.LANGUAGES,
         help_text="Language of the pages; blank follows the browser's",
     )
+
+    class Meta(AbstractUser.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["external_id", "crowd_batch"], condition=Q(external_id__isnull=False),
+                                    name="user_unique_external_id_per_batch"),
+        ]
 
     @property
     def is_admin_role(self) -> bool:

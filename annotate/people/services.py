@@ -2,6 +2,8 @@
 
 The page, the API and ``manage.py users`` / ``manage.py token`` all call these.
 
+- An admin-role account is Django staff and superuser, so it can use the Django admin (``/admin/``) once its
+  owner has set a password.
 - A set-password link is Django's password-reset token (``default_token_generator``): it is a hash over the
   account's password and last login, so it stops working once used (and after PASSWORD_RESET_TIMEOUT, 3 days by
   default). New accounts have an unusable password until their owner follows it.
@@ -109,8 +111,10 @@ def users_create_bulk(*, rows: Sequence[PersonRow], role: str) -> list[CreatedUs
         raise InvalidFields(problems)
     try:
         with transaction.atomic():
+            # The admin role is Django's staff and superuser: admins use /admin/ (README), where Django asks for both.
+            admin = role == User.Role.ADMIN
             users = [User(username=row.username, email=row.email, first_name=row.first_name,
-                          last_name=row.last_name, role=role) for row in rows]
+                          last_name=row.last_name, role=role, is_staff=admin, is_superuser=admin) for row in rows]
             for user in users:
                 user.set_unusable_password()
                 user.save()

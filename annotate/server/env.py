@@ -10,13 +10,23 @@ from django.core.exceptions import ImproperlyConfigured
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
+# Every variable the app reads as a setting (filled as settings.py reads them): none of them may be named as a
+# model's api_key_env, whose value is sent to the model's server (annotate.modelconfigs.validation).
+SETTINGS_NAMES: set[str] = set()
+
+
+def _read(name: str) -> str | None:
+    SETTINGS_NAMES.add(name)
+    return os.environ.get(name)
+
 
 def env_str(name: str, default: str | None = None) -> str | None:
-    return os.environ.get(name, default)
+    value = _read(name)
+    return default if value is None else value
 
 
 def env_bool(name: str, default: bool = False) -> bool:
-    raw = os.environ.get(name)
+    raw = _read(name)
     if raw is None:
         return default
     value = raw.strip().lower()
@@ -28,7 +38,7 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 
 def env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
+    raw = _read(name)
     if raw is None or raw == "":
         return default
     try:
@@ -52,7 +62,7 @@ def env_float(name: str, default: float) -> float:
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
-    raw = os.environ.get(name)
+    raw = _read(name)
     if raw is None:
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]

@@ -1,5 +1,6 @@
-"""Per-user limits on starting long jobs (recounts, session exports, model checks): DRF's own throttling, counted
-in the Redis cache so every web process shares the count. ``JOB_RATE_LIMIT`` ("10/min" by default; empty: off)."""
+"""Per-user limits on starting long jobs (recounts, session exports, model checks, starting and resuming bench and
+FIRE runs): DRF's own throttling, counted in the Redis cache so every web process shares the count.
+``JOB_RATE_LIMIT`` ("10/min" by default; empty: off). Only writes count: reading a job's list is never limited."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 
 from django.conf import settings
 from rest_framework.exceptions import Throttled
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.throttling import UserRateThrottle
 
 
@@ -33,6 +35,9 @@ class JobCreationThrottled:
     """Mixin for DRF views that start a job: 429 with Retry-After and a message saying the limit."""
 
     throttle_classes = [JobCreationThrottle]
+
+    def get_throttles(self):
+        return [] if self.request.method in SAFE_METHODS else super().get_throttles()
 
     def throttled(self, request, wait):
         raise Throttled(wait, detail=JobCreationThrottle().message(wait))

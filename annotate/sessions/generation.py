@@ -20,7 +20,7 @@ from django.utils import timezone
 from annotate import health, quotas
 from annotate.costs import batch_budget_update
 from annotate.models import Round, RoundFailure, Session
-from annotate.sessions import realtime
+from annotate.sessions import failures, realtime
 from annotate.sessions.completion import session_completed
 from annotate.sessions.failures import TIMED_OUT_MESSAGE, round_failure_record
 from annotate.sessions.prompts import RoundTurn, conversation, round0_text, templates_for
@@ -296,15 +296,16 @@ def round_finish(*, round_id: int, claim_token: str, result, seq: int) -> None:
 
 
 def model_error_message(error: ModelError) -> str:
-    """What the round's ``error`` says (the annotator sees it beside Retry; the researcher on the session page)."""
+    """What the round's ``error`` says: the sentence annotators are shown beside Retry, then the detail that only
+    researchers see (annotate.sessions.failures)."""
     if isinstance(error, StreamBrokenError):
-        return (f"The model's answer broke off after {len(error.partial_text)} characters; the text that arrived is "
-                f"kept with the round but is not an answer. Press Retry. ({error})")
+        return failures.with_detail(failures.BROKE_OFF_MESSAGE, f"{error}; the text that arrived is kept with the "
+                                                                "round but is not an answer")
     if isinstance(error, EmptyAnswerError):
-        return f"The model gave an empty answer. Press Retry. ({error})"
+        return failures.with_detail(failures.EMPTY_MESSAGE, error)
     if isinstance(error, TransientModelError):
-        return f"The model did not answer. Press Retry in a moment. ({error})"
-    return str(error)
+        return failures.with_detail(failures.NO_ANSWER_MESSAGE, error)
+    return failures.with_detail(failures.MODEL_FAILED_MESSAGE, error)
 
 
 def round_fail(*, round_id: int, claim_token: str, message: str, partial: tuple[str, int] | None = None) -> None:

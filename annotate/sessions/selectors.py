@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy
 
 from annotate.errors import NotFound
 from annotate.models import Assignment, Batch, Round, Session, Task, TaskImage, User
-from annotate.sessions.failures import failure_kind
+from annotate.sessions.failures import failure_kind, failure_plain_message
 from annotate.shares import counted_skips, is_participant_of
 
 
@@ -86,7 +86,8 @@ def round_payload(rnd: Round) -> dict:
         "extracted_answer": rnd.extracted_answer if rnd.generation_status == Round.Generation.DONE else "",
         "verdict": rnd.final_verdict,
         "verdict_source": rnd.verdict_source,
-        "error": rnd.error,
+        # Annotators get the failure's plain sentence; the detail (servers' URLs, exceptions) is for researchers.
+        "error": failure_plain_message(rnd.error),
         "error_kind": failure_kind(rnd.error),
         "latency_ms": rnd.latency_ms,
         "first_token_ms": rnd.first_token_ms,

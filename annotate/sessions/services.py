@@ -16,7 +16,7 @@ from annotate import queue_contract
 from annotate.errors import ApplicationError, Conflict, NotFound
 from annotate.models import Assignment, LeakWarning, ModelConfig, Round, RoundFailure, Session, User
 from annotate.sessions.completion import session_completed
-from annotate.sessions.failures import round_failure_record
+from annotate.sessions.failures import QUEUE_UNREACHABLE_MESSAGE, round_failure_record
 from annotate.sessions.prompts import feedback_for_model, templates_for
 from annotate.sessions.selectors import rounds_in_order, session_with_task, sessions_with_task
 from annotate.sessions.verification import (
@@ -45,9 +45,8 @@ def round_generation_queue(round_id: int, config: ModelConfig) -> None:
 
 
 def _mark_undeliverable(round_id: int) -> None:
-    message = "The model queue could not be reached. Your text is saved; press Retry in a moment."
     if Round.objects.filter(pk=round_id, generation_status=Round.Generation.QUEUED).update(
-        generation_status=Round.Generation.FAILED, error=message
+        generation_status=Round.Generation.FAILED, error=QUEUE_UNREACHABLE_MESSAGE
     ):
         round_failure_record(round_id=round_id, cause=RoundFailure.Cause.QUEUE_UNREACHABLE)
     Session.objects.filter(rounds__pk=round_id, status=Session.Status.GENERATING).update(status=Session.Status.FAILED)

@@ -120,7 +120,7 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
 
 def _failed_model_calls(batch: Batch, now) -> list[dict[str, Any]]:
     """Per model: failed model calls in the last hour and since the batch began (kept when a round is retried),
-    and rounds failed right now (waiting for Retry)."""
+    rounds failed right now (waiting for Retry) and the latest of their errors in full."""
     counts: defaultdict[str, dict[str, int]] = defaultdict(lambda: {"last_hour": 0, "total": 0, "failing_now": 0})
     hour_ago = now - timedelta(hours=1)
     for display, slug, last_hour, total in (
@@ -129,8 +129,13 @@ def _failed_model_calls(batch: Batch, now) -> list[dict[str, Any]]:
         row = counts[display or slug]
         row["last_hour"] += last_hour
         row["total"] += total
-    for display, slug, n in (Round.objects.filter(session__batch=batch, generation_status=Round.Generation.FAILED)
-                             .values_list("session__model_config__display_name", "session__model_config__name")
-                             .annotate(n=Count("id"))):
+    latest: dict[str, str] = {}
+    failed_now = Round.objects.filter(session__batch=batch, generation_status=Round.Generation.FAILED)
+    for config_id, display, slug, n in (failed_now.values_list(
+            "session__model_config", "session__model_config__display_name", "session__model_config__name")
+            .annotate(n=Count("id"))):
         counts[display or slug]["failing_now"] += n
-    return [{"model": name, **row} for name, row in sorted(counts.items())]
+        # The failure's full text (servers, exceptions) for researchers; annotators were told a plain sentence.
+        latest[display or slug] = (failed_now.filter(session__model_config=config_id).order_by("-finished_at", "-id")
+                                   .values_list("error", flat=True).first() or "")[:500]
+    return [{"model": name, **row, "latest": latest.get(name, "")} for name, row in sorted(counts.items())]

@@ -13,6 +13,7 @@ from annotate.bench import services as bench_services
 from annotate.errors import ApplicationError
 from annotate.models import Batch, BenchRun, ModelConfig, Round
 from annotate.people.access import researcher_required
+from annotate.server.throttles import job_creation_wait
 from evaluation.bench.apis import run_table_response
 from evaluation.bench.tables import comparison_tables, run_table
 from evaluation.exports.registry import render_tables
@@ -63,7 +64,9 @@ class BenchRunForm(forms.Form):
 @researcher_required
 def bench_runs_page(request):
     form = BenchRunForm(request.POST or None, user=request.user)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and form.is_valid() and (wait := job_creation_wait(request)):
+        form.add_error(None, wait)
+    elif request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             if data["protocol"] not in ("", BenchRun.Protocol.INTERFEEDBACK):
@@ -128,7 +131,10 @@ def bench_run_action(request, run_id: int, action: str):
         if action == "cancel":
             bench_services.bench_run_cancel(run=run)
         elif action == "resume":
-            bench_services.bench_run_resume(run=run)
+            if wait := job_creation_wait(request):
+                messages.error(request, wait)
+            else:
+                bench_services.bench_run_resume(run=run)
     except ApplicationError as error:
         messages.error(request, error.message)
     return redirect("bench-run-page", run.pk)

@@ -153,7 +153,8 @@ def render_tables(tables: list[Table], fmt: str) -> str:
     """Several tables in one file: a JSON list, or one after another."""
     if fmt == "json":
         return "[" + ",\n".join(render(table, "json") for table in tables) + "]\n"
-    return "\n\n".join(render(table, fmt) for table in tables)
+    blank_line = "\r\n" if fmt == "csv" else "\n\n"  # CSV lines end in CRLF (renderers.tables.to_csv)
+    return blank_line.join(render(table, fmt) for table in tables)
 
 
 register_export("costs", TABLE_FORMATS, lambda batch, fmt, filters: costs_table(batch))

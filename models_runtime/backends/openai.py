@@ -3,18 +3,24 @@
 Settings:
 
 - ``base_url``, e.g. ``http://127.0.0.1:8001/v1``; ``model`` (required): the served model name.
-- ``api_key_env``: the NAME of an environment variable holding the key. It is read at call time and never stored.
+- ``api_key_env``: the NAME of an environment variable holding the key, ``<NAME>_API_KEY`` (models_runtime.outbound:
+  no other variable of the worker can be sent). It is read at call time and never stored.
 - ``endpoints`` (instead of ``base_url``): several servers of the same model (vLLM replicas, API keys, regions),
   ``[{"base_url": ..., "api_key_env": ...}, ...]`` (``api_key_env`` defaults to the one above). Calls go round
   robin over the endpoints that are up; one that fails with a retryable error is left out for
   ``endpoint_cooldown`` s (default 30) or its ``Retry-After``, and the call's retry goes at once to another one.
 - ``connect_timeout`` (default 5 s), ``read_timeout`` (default 60 s, also the longest gap between chunks).
 - Retries (models_runtime.retry, the only retry layer: Celery does not retry a model error again) on 429, 5xx,
-  connection errors, timeouts and error events before the first chunk, never after it:
+  connection errors, timeouts and error events before the first chunk, never after it (a connection the server
+  refused, or that timed out connecting, is retried until the budget is spent: a restarting server is waited for):
   ``max_retries`` (default 2, so 3 requests at most), ``retry_budget`` (default 60 s for all attempts of one call),
   ``backoff_base`` (default 0.5 s) and ``max_backoff`` (default 30 s) for exponential backoff with full jitter.
   A ``Retry-After`` is honoured (plus up to 20 % jitter); one longer than what is left of the budget ends the call.
 - ``extra_body`` (dict): merged into the request body (a ``None`` value removes a key, e.g. ``stream_options``).
+
+What a server answered is never put in an error (errors reach the researchers' pages, the Models API, probes): an
+error names the URL, the status and what to check; the server's own message goes to the worker's log. Link-local and
+cloud metadata hosts are refused, as written and as resolved before each request (models_runtime.outbound).
 
 A 200 is read by its content type: ``text/event-stream`` as SSE, ``application/json`` as a plain (non-streamed)
 completion, given as one chunk (some servers ignore ``stream: true``); anything else is a PermanentModelError that
@@ -28,6 +34,7 @@ import base64
 import datetime
 import email.utils
 import json
+import logging
 import os
 import threading
 import time
@@ -48,7 +55,10 @@ from models_runtime.base import (
     Stream,
     TransientModelError,
 )
+from models_runtime.outbound import api_key_env_problem, host_problem, resolved_host_problem
 from models_runtime.retry import RetryPolicy
+
+logger = logging.getLogger(__name__)
 
 SETTINGS_KEYS = {
     "base_url",
@@ -65,6 +75,7 @@ SETTINGS_KEYS = {
     "extra_body",
 }
 RETRY_STATUSES = {429, 500, 502, 503, 504} | set(range(505, 600))
+SEE_LOG = " (the server's message is in the worker's log)"
 
 # The request body is JSON built from these plus ``extra_body`` (any keys the server takes).
 RequestBody = dict[str, Any]
@@ -213,12 +224,15 @@ class OpenAIBackend(Backend):
             yield from self._request(endpoint, request, stream)
         except TransientModelError as error:
             if len(self.pool.endpoints) > 1 and self.pool.failed(endpoint, error.retry_after):
-                raise TransientModelError(f"{error} (trying another endpoint)") from error
+                raise TransientModelError(f"{error} (trying another endpoint)", unreached=error.unreached) from error
             raise
         self.pool.succeeded(endpoint)
 
     def _request(self, endpoint: Endpoint, request: ModelRequest, stream: Stream) -> Iterator[str]:
         url = endpoint.url
+        refused = resolved_host_problem(url)
+        if refused:
+            raise PermanentModelError(f"{endpoint.base_url}: {refused}")
         body = self.body(request)
         headers = self._headers(endpoint)
         try:
@@ -234,33 +248,36 @@ class OpenAIBackend(Backend):
                     self._raise_for_content_type(response, content_type, url)
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise PermanentModelError(f"{url}: bad URL: {exc}") from exc
+        except httpx.ConnectTimeout as exc:
+            raise TransientModelError(f"{url}: connection timed out (ConnectTimeout)", unreached=True) from exc
         except httpx.TimeoutException as exc:
             raise TransientModelError(f"{url}: timed out ({type(exc).__name__})") from exc
+        except httpx.ConnectError as exc:  # refused, no route: the server never had the request
+            raise TransientModelError(f"{url}: connection failed (ConnectError: {exc})", unreached=True) from exc
         except httpx.TransportError as exc:
             raise TransientModelError(f"{url}: connection failed ({type(exc).__name__}: {exc})") from exc
 
     def _raise_for_status(self, response: httpx.Response, endpoint: Endpoint) -> None:
         response.read()
         status = response.status_code
-        message = _error_message(response)
         where = f"{endpoint.url} answered {status} {response.reason_phrase}"
+        logger.warning("%s: %s", where, _error_message(response))  # the server's words: the worker's log only
         if status in RETRY_STATUSES:
-            raise TransientModelError(f"{where}: {message}", retry_after=_retry_after(response))
+            raise TransientModelError(f"{where}{SEE_LOG}", retry_after=_retry_after(response))
         hint = {
             401: f" (check the API key in ${endpoint.api_key_env})"
             if endpoint.api_key_env
             else " (no api_key_env is set)",
             404: f" (is the model name {self.model!r} served there?)",
         }.get(status, "")
-        raise PermanentModelError(f"{where}: {message}{hint}")
+        raise PermanentModelError(f"{where}{hint}{SEE_LOG}")
 
     def _raise_for_content_type(self, response: httpx.Response, content_type: str, url: str) -> None:
         response.read()
-        excerpt = response.text.strip()[:200] or "(empty body)"
+        logger.warning("%s answered 200 with content type %r: %r", url, content_type, response.text.strip()[:200])
         raise PermanentModelError(
             f"{url} answered 200 with content type {content_type or '(none)'!r}, not text/event-stream "
-            f"(streamed) or application/json (one completion): is base_url an OpenAI-compatible API? "
-            f"The body begins: {excerpt!r}"
+            f"(streamed) or application/json (one completion): is base_url an OpenAI-compatible API?"
         )
 
     def _read_events(self, response: httpx.Response, stream: Stream, url: str) -> Iterator[str]:
@@ -276,11 +293,14 @@ class OpenAIBackend(Backend):
             try:
                 event = json.loads(data)
             except json.JSONDecodeError as exc:
-                raise TransientModelError(f"bad SSE data from {url}: {data[:200]!r}") from exc
+                logger.warning("bad SSE data from %s: %r", url, data[:200])
+                raise TransientModelError(f"bad SSE data from {url} (not JSON){SEE_LOG}") from exc
             if not isinstance(event, dict):
-                raise TransientModelError(f"bad SSE event from {url}: {data[:200]!r}")
+                logger.warning("bad SSE event from %s: %r", url, data[:200])
+                raise TransientModelError(f"bad SSE event from {url} (not a JSON object){SEE_LOG}")
             if event.get("error"):
-                raise TransientModelError(f"{url}: server error in stream: {_describe_error(event['error'])}")
+                logger.warning("%s: server error in stream: %s", url, _describe_error(event["error"]))
+                raise TransientModelError(f"{url}: the server sent an error in the stream{SEE_LOG}")
             self._read_usage(event, stream)
             for choice in event.get("choices") or []:
                 finish_reason = choice.get("finish_reason") or finish_reason
@@ -300,11 +320,14 @@ class OpenAIBackend(Backend):
         try:
             payload = json.loads(raw)
         except ValueError as exc:
-            raise TransientModelError(f"bad JSON from {url}: {raw[:200]!r}") from exc
+            logger.warning("bad JSON from %s: %r", url, raw[:200])
+            raise TransientModelError(f"bad JSON from {url}{SEE_LOG}") from exc
         if not isinstance(payload, dict):
-            raise TransientModelError(f"unexpected JSON from {url}: {raw[:200]!r}")
+            logger.warning("unexpected JSON from %s: %r", url, raw[:200])
+            raise TransientModelError(f"unexpected JSON from {url} (not an object){SEE_LOG}")
         if payload.get("error"):
-            raise TransientModelError(f"{url}: server error: {_describe_error(payload['error'])}")
+            logger.warning("%s: server error: %s", url, _describe_error(payload["error"]))
+            raise TransientModelError(f"{url}: the server answered with an error{SEE_LOG}")
         self._read_usage(payload, stream)
         choices = payload.get("choices") or [{}]
         text = _content_text((choices[0].get("message") or {}).get("content"))
@@ -343,10 +366,17 @@ def _endpoints(settings: BackendSettings, api_key_env: str | None) -> list[Endpo
             raise PermanentModelError(f"openai endpoints[{index}]: unknown key(s) {', '.join(sorted(unknown))}; "
                                       "known: api_key_env, base_url")
         url = str(item.get("base_url") or "").rstrip("/")
+        where = "base_url" if "endpoints" not in settings else f"endpoints[{index}].base_url"
         if not url.startswith(("http://", "https://")):
-            where = "base_url" if "endpoints" not in settings else f"endpoints[{index}].base_url"
             raise PermanentModelError(f"openai {where} must start with http:// or https://, got {url!r}")
-        endpoints.append(Endpoint(base_url=url, api_key_env=item.get("api_key_env") or api_key_env))
+        refused = host_problem(url)
+        if refused:
+            raise PermanentModelError(f"openai {where}: {refused}")
+        key_env = item.get("api_key_env") or api_key_env
+        if key_env and (problem := api_key_env_problem(str(key_env))):
+            key_where = "api_key_env" if not item.get("api_key_env") else f"endpoints[{index}].api_key_env"
+            raise PermanentModelError(f"openai {key_where}: {problem}")
+        endpoints.append(Endpoint(base_url=url, api_key_env=key_env))
     return endpoints
 
 

@@ -34,7 +34,7 @@
       var tr = document.createElement("tr");
       cells(item).forEach(function (value, i) {
         var td = document.createElement("td");
-        if (i > 0) { td.className = "num"; }
+        if (i > 0 && typeof value !== "string") { td.className = "num"; }  // text cells (an error) stay left
         td.textContent = value === null || value === undefined ? "?" : String(value);
         tr.appendChild(td);
       });
@@ -74,7 +74,9 @@
     rows("by-model", d.by_model, progress);
     rows("by-category", d.by_category, progress);
     rows("queues", d.queues, function (q) { return [q.queue, q.depth]; });
-    rows("model-errors", d.model_errors, function (e) { return [e.model, e.last_hour, e.total, e.failing_now]; });
+    rows("model-errors", d.model_errors, function (e) {
+      return [e.model, e.last_hour, e.total, e.failing_now, e.latest.length > 300 ? e.latest.slice(0, 299) + "…" : e.latest];
+    });
     rows("unavailable-models", d.unavailable_models, function (u) {
       return [u.model, u.since.slice(11, 19), u.reason.length > 200 ? u.reason.slice(0, 199) + "…" : u.reason];
     });
@@ -93,6 +95,11 @@
     };
     socket.onclose = function (event) {
       if (event.code === 4403) { state.textContent = _("You may not watch this batch."); return; }
+      if (event.code === 4429) {  // too many live pages open for this person (annotate/server/ws_limits.py)
+        state.textContent = _("Too many pages open: this one updates more slowly. Close the ones you do not use.");
+        setTimeout(connect, 30000);
+        return;
+      }
       state.textContent = state.dataset.lost;
       setTimeout(connect, 3000);
     };

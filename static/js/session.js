@@ -30,15 +30,18 @@
   }
 
   function text(el, value) { el.textContent = value == null ? "" : String(value); }
-  // A failed round's message in the annotator's language: the fixed ones by their kind, the model's own error
-  // (as its server wrote it) under a translated sentence.
+  // A failed round's message in the annotator's language, by its kind (annotate/sessions/failures.py). The
+  // snapshot never carries the failure's detail (the lab's servers, exceptions): that is for researchers.
   function failureMessage(round) {
-    const fixed = {
+    return {
       timed_out: gettext("The model took too long to answer."),
       worker_stopped: gettext("The model worker stopped before the answer was complete. Your text is saved; press Retry."),
+      queue_unreachable: gettext("The model queue could not be reached. Your text is saved; press Retry in a moment."),
       unavailable: gettext("The model is unavailable right now (it failed several times in a row); we'll retry shortly. Press Retry in a minute."),
-    }[round.error_kind];
-    return fixed || [gettext("The model call failed."), round.error].filter(Boolean).join(" ");
+      broke_off: gettext("The model's answer broke off before it was complete; press Retry."),
+      empty: gettext("The model gave an empty answer; press Retry."),
+      no_answer: gettext("The model did not answer; press Retry in a moment."),
+    }[round.error_kind] || gettext("The model call failed; press Retry.");
   }
 
   function renderTask() {
@@ -268,10 +271,13 @@
       else if (event.type === "chunk") applyChunk(event);
       else if (event.type === "draft_saved" && event.id === draftId) text($("draft-status"), gettext("Draft saved"));
     };
-    socket.onclose = () => {
-      text($("connection"), gettext("Reconnecting…"));
+    socket.onclose = (event) => {
+      // 4429: this person has too many live pages open (annotate/server/ws_limits.py): try again later.
+      const tooMany = event.code === 4429;
+      text($("connection"), tooMany ? gettext("Too many pages open: this one updates more slowly. Close the ones you do not use.")
+        : gettext("Reconnecting…"));
       if (state.status === "generating") ensurePolling();
-      setTimeout(connect, 2000);
+      setTimeout(connect, tooMany ? 30000 : 2000);
     };
   }
 

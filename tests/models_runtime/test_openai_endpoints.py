@@ -79,11 +79,11 @@ def test_when_every_endpoint_fails_the_call_fails_with_both_reasons(two_servers)
 def test_each_endpoint_sends_its_own_key(two_servers, monkeypatch):
     first, second = two_servers
     first.api_key, second.api_key = "key-one", "key-two"
-    monkeypatch.setenv("KEY_ONE", "key-one")
-    monkeypatch.setenv("KEY_TWO", "key-two")
+    monkeypatch.setenv("ONE_API_KEY", "key-one")
+    monkeypatch.setenv("TWO_API_KEY", "key-two")
     backend = OpenAIBackend({"model": "tiny-model", **FAST, "endpoints": [
-        {"base_url": first.base_url, "api_key_env": "KEY_ONE"},
-        {"base_url": second.base_url, "api_key_env": "KEY_TWO"}]})
+        {"base_url": first.base_url, "api_key_env": "ONE_API_KEY"},
+        {"base_url": second.base_url, "api_key_env": "TWO_API_KEY"}]})
     assert answered(backend)
     assert answered(backend)
     assert first.requests[0]["headers"]["Authorization"] == "Bearer key-one"

@@ -158,3 +158,12 @@ def test_the_simulated_backend_is_retried_by_the_same_layer():
 
     assert result.text.strip().splitlines()[-1].startswith("Answer:")
     assert SimulatedBackend._transient_calls[("retry-layer", 0)] == 3  # two failures, then the answer
+
+
+def test_an_unreached_server_is_tried_until_the_budget_not_only_max_attempts():
+    policy = RetryPolicy(max_attempts=3, base_delay=0.5, total_seconds=10)
+    assert isinstance(policy.next_wait(3, 1.0, None), GiveUp)  # a server that answered badly: three tries
+    assert not isinstance(policy.next_wait(3, 1.0, None, unreached=True), GiveUp)
+    assert not isinstance(policy.next_wait(12, 9.0, None, unreached=True), GiveUp)
+    given_up = policy.next_wait(12, 10.0, None, unreached=True)
+    assert isinstance(given_up, GiveUp) and "10 s retry budget is spent" in given_up.reason

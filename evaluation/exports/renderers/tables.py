@@ -8,7 +8,7 @@ import json
 from decimal import Decimal
 from typing import Literal
 
-from evaluation.table import Cell, Table, cell_text
+from evaluation.table import UNDEFINED, Cell, Table, cell_text
 
 Format = Literal["csv", "md", "tex", "json"]
 FORMATS: tuple[str, ...] = ("csv", "md", "tex", "json")
@@ -27,13 +27,29 @@ def _numeric_columns(table: Table) -> list[bool]:
     return flags
 
 
+# What makes a spreadsheet (Excel, LibreOffice, Google Sheets) read a cell as a formula (OWASP "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(cell: Cell) -> str:
+    """A cell as CSV text that no spreadsheet runs: text starting like a formula gets a leading apostrophe, which
+    spreadsheets show as text. Numbers (-0.5 is one) and the undefined cell's "-" are left as they are."""
+    text = cell_text(cell)
+    if isinstance(cell, str) and text.startswith(FORMULA_STARTS) and text != UNDEFINED:
+        return "'" + text
+    return text
+
+
 def to_csv(table: Table) -> str:
-    # Data only: a CSV consumer expects a header line, not a title or footnotes.
+    """Every CSV the app writes goes through here (tables, ratings, the bundle's files): cells are escaped by
+    ``csv_cell``, since annotators' comments and imported names reach researchers' spreadsheets."""
+    # Data only: a CSV consumer expects a header line, not a title or footnotes. Lines end in CRLF (RFC 4180), so
+    # a carriage return inside a cell is quoted too: with "\n" alone it went out bare and split the row in two.
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(table.columns)
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow([csv_cell(column) for column in table.columns])
     for row in table.rows:
-        writer.writerow([cell_text(cell) for cell in row])
+        writer.writerow([csv_cell(cell) for cell in row])
     return buffer.getvalue()
 
 

@@ -85,13 +85,17 @@ def test_prolific_pid_is_reused_and_never_shown(client, batch, simulated_model):
     user = User.objects.get(external_id="5f1d2c3b4a5e6f7a8b9c0d1e")
     home = client.get(reverse("home")).content.decode()
     assert "5f1d2c3b4a5e6f7a8b9c0d1e" not in home
-    # Another device, and a second study: the same account, now working on the second batch.
-    other = make_batch(models=[simulated_model], tasks=1)
+    # Another device, the same study: the same account.
     second_browser = client.__class__()
-    assert second_browser.post(join_url(other, query)).status_code == 302
-    assert participants().count() == 1
+    assert second_browser.post(join_url(batch, query)).status_code == 302
+    assert participants().count() == 1 and int(second_browser.session["_auth_user_id"]) == user.id
+    # A second study: an account of its own (tests/annotate/crowd/test_pid_takeover.py); the first stays put.
+    other = make_batch(models=[simulated_model], tasks=1)
+    third_browser = client.__class__()
+    assert third_browser.post(join_url(other, query)).status_code == 302
+    assert participants().count() == 2 and int(third_browser.session["_auth_user_id"]) != user.id
     user.refresh_from_db()
-    assert user.crowd_batch == other and int(second_browser.session["_auth_user_id"]) == user.id
+    assert user.crowd_batch == batch
 
 
 @pytest.mark.parametrize("pid", ["", "has space", "x" * 65, "<script>"])

@@ -114,14 +114,14 @@ def test_openai_backend_against_a_local_server():
 
 
 def test_openai_bad_key_is_stored_as_the_error(monkeypatch):
-    monkeypatch.setenv("CHECK_TEST_KEY", "sk-wrong")
+    monkeypatch.setenv("CHECK_TEST_API_KEY", "sk-wrong")
     with serving() as fake:
         fake.api_key = "sk-right"
         config = ModelConfigFactory(backend=ModelConfig.Backend.OPENAI, backend_settings={
-            "base_url": fake.base_url, "model": fake.model, "api_key_env": "CHECK_TEST_KEY"})
+            "base_url": fake.base_url, "model": fake.model, "api_key_env": "CHECK_TEST_API_KEY"})
         job = run_check(config)
     assert job.status == Job.Status.FAILED
-    assert job.error.startswith("PermanentModelError:") and "Incorrect API key" in job.error
+    assert job.error.startswith("PermanentModelError:") and "401" in job.error and "CHECK_TEST_API_KEY" in job.error
 
 
 def test_openai_server_down_is_a_transient_error_not_retried_by_the_check():

@@ -74,6 +74,7 @@ def test_deploy_checks_pass_with_the_documented_production_settings(tmp_path):
     env = {**os.environ, "DEBUG": "0", "SECRET_KEY": "x" * 60 + "-a-long-random-production-secret-key",
            "ALLOWED_HOSTS": "lab.example.org", "SECURE_SSL_REDIRECT": "1", "SECURE_HSTS_SECONDS": "31536000",
            "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1", "SECURE_HSTS_PRELOAD": "1", "BEHIND_TLS_PROXY": "1",
+           "TRUSTED_PROXIES": "172.30.0.10",
            "SESSION_COOKIE_SECURE": "1", "CSRF_COOKIE_SECURE": "1", "FEEDBACK_LAB_VAR_DIR": str(tmp_path)}
     result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
                             cwd=ROOT, env=env, capture_output=True, text=True)

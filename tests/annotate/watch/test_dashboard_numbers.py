@@ -75,11 +75,12 @@ def test_failed_model_calls_are_counted_over_time_and_kept_after_retry():
     round_retry(session_id=session.id, annotator=person)
     d = batch_dashboard(batch)
     model = session.model_config.display_name or session.model_config.name
-    assert d["model_errors"] == [{"model": model, "last_hour": 2, "total": 2, "failing_now": 0}]
+    assert d["model_errors"] == [{"model": model, "last_hour": 2, "total": 2, "failing_now": 0, "latest": ""}]
     RoundFailure.objects.filter(round__session=session).update(failed_at=timezone.now() - timedelta(hours=2))
     _fail(session)
-    assert batch_dashboard(batch)["model_errors"] == [{"model": model, "last_hour": 1, "total": 3,
-                                                        "failing_now": 1}]
+    errors = batch_dashboard(batch)["model_errors"]
+    assert [{**row, "latest": row["latest"][:30]} for row in errors] == [
+        {"model": model, "last_hour": 1, "total": 3, "failing_now": 1, "latest": "HTTP 500 from the model server"}]
 
 
 def test_categories_follow_the_batch_order_and_empty_tables_say_so(client, researcher):

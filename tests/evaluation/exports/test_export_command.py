@@ -80,7 +80,7 @@ def test_clear_errors(batch, args, message):
 
 def test_empty_batch_exports_an_empty_table():
     BatchFactory(name="empty")
-    assert _run("--batch", "empty", "--table", "accuracy", "--format", "csv") == "Model,Average\n"
+    assert _run("--batch", "empty", "--table", "accuracy", "--format", "csv") == "Model,Average\r\n"
     with pytest.raises(CommandError, match="No counted sessions to plot"):
         _run("--batch", "empty", "--table", "fig5", "--format", "svg")
 
