@@ -160,6 +160,7 @@ def test_what_looks_like_a_key(value, secret):
 def test_the_settings_table_matches_the_backends():
     """The table checks settings without building a transformers backend (that loads the model): it must list
     exactly the keys each backend's constructor accepts."""
+    from models_runtime import devices
     from models_runtime.backends import openai, simulated, transformers
 
     assert set(validation.BACKEND_SETTINGS["openai"]) == openai.SETTINGS_KEYS
@@ -168,7 +169,7 @@ def test_the_settings_table_matches_the_backends():
     assert set(validation.BACKEND_SETTINGS["replay"]) == {"chunk_delay"}
     assert set(validation.BACKEND_SETTINGS) == set(ModelConfig.Backend.values)
     dtype_check = validation.BACKEND_SETTINGS["transformers"]["dtype"][0]
-    assert all(dtype_check(dtype) is None for dtype in transformers.DTYPES)
+    assert all(dtype_check(dtype) is None for dtype in devices.DTYPES)
 
 
 def test_an_openai_model_may_name_several_endpoints():
