@@ -145,10 +145,10 @@ class WarmUp:
 
     shapes: int
     seconds: float
-    gpu_memory_mib: int | None  # GPU memory the static caches and CUDA graphs took (None on the CPU)
+    gpu_memory_mib: int | None  # GPU memory reserved at the warm-up's peak above before it (None on the CPU)
 
     def describe(self) -> str:
-        memory = f", {self.gpu_memory_mib} MiB of GPU memory" if self.gpu_memory_mib is not None else ""
+        memory = f", {self.gpu_memory_mib} MiB more GPU memory reserved" if self.gpu_memory_mib is not None else ""
         shapes = f"{self.shapes} shape{'s' if self.shapes != 1 else ''}"
         return f"{shapes} compiled in {self.seconds:.1f} s{memory}"
 
@@ -215,6 +215,8 @@ class CompiledDecoding:
         device = next(self.model.parameters()).device
         cuda = device.type == "cuda"
         reserved = torch.cuda.memory_reserved(device) if cuda else 0
+        if cuda:  # the peak above what was reserved before: what the caches and CUDA graphs need (never below 0)
+            torch.cuda.reset_peak_memory_stats(device)
         started = time.perf_counter()
         shapes = self.buckets.warm_up_order()
         for shape in shapes:
@@ -232,6 +234,6 @@ class CompiledDecoding:
             logger.info("compiled decoding: shape %s ready after %.1f s", tuple(shape), time.perf_counter() - started)
         if cuda:
             torch.cuda.synchronize(device)
-        memory = (torch.cuda.memory_reserved(device) - reserved) // 2**20 if cuda else None
+        memory = max(0, torch.cuda.max_memory_reserved(device) - reserved) // 2**20 if cuda else None
         self.warm_up_report = WarmUp(len(shapes), time.perf_counter() - started, memory)
         return self.warm_up_report
