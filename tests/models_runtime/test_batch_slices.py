@@ -106,7 +106,8 @@ def test_rows_that_go_on_come_first_in_the_next_batch_of_their_key():
 def test_a_row_whose_caller_left_is_not_run_again():
     ran: list[list[str]] = []
     release = threading.Event()
-    scheduler = BatchScheduler(counting_batch(ran, release), PermanentModelError, max_batch_size=2, wait_seconds=0)
+    # Both rows must start in one batch: a wait long enough for the second submit however busy the machine is.
+    scheduler = BatchScheduler(counting_batch(ran, release), PermanentModelError, max_batch_size=2, wait_seconds=0.5)
     leaving, staying = BatchJob("leaving", "a", max_new_tokens=3), BatchJob("staying", "a", max_new_tokens=2)
     scheduler.submit(leaving)
     scheduler.submit(staying)

@@ -107,7 +107,7 @@ def test_a_spoofed_scheme_is_dropped_unless_a_trusted_proxy_sent_it(start_web, p
 
 
 def test_behind_tls_without_trusted_proxies_is_a_configuration_error(settings):
-    from annotate.checks import check_deployment
+    from annotate.config.checks import check_deployment
 
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     settings.TRUSTED_PROXIES = ()
