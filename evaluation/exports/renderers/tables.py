@@ -28,12 +28,14 @@ def _numeric_columns(table: Table) -> list[bool]:
 
 
 def to_csv(table: Table) -> str:
-    # Data only: a CSV consumer expects a header line, not a title or footnotes.
+    # Data only: a CSV consumer expects a header line, not a title or footnotes. An undefined cell is empty (what
+    # pandas, R and spreadsheets read as missing), not the "-" the text formats print, which makes a column of
+    # numbers a column of text.
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(table.columns)
     for row in table.rows:
-        writer.writerow([cell_text(cell) for cell in row])
+        writer.writerow(["" if cell is None else cell_text(cell) for cell in row])
     return buffer.getvalue()
 
 
