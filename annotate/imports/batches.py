@@ -32,7 +32,7 @@ from annotate.sessions.prompts import DEFAULT_TEMPLATES
 logger = logging.getLogger(__name__)
 
 SETTING_KEYS = ("models", "overlap", "max_rounds", "prompt_templates", "gold_rate", "allow_repeat_tasks",
-                "instructions", "researchers", "annotators", "category_order", "budget")
+                "instructions", "researchers", "annotators", "category_order", "budget", "reasons_required")
 EVERYONE = ("*", "all")  # "researchers": every researcher (and admin) account; "annotators": no one named
 MAX_INSTRUCTIONS_CHARS = 20_000
 _TEMPLATE_FIELDS = {"question": "", "options": "", "answer_format": "", "feedback": "", "ground_truth": ""}
@@ -84,6 +84,11 @@ def batch_settings_clean(raw: dict | None, report: ImportReport) -> dict:
             clean["allow_repeat_tasks"] = raw["allow_repeat_tasks"]
         else:
             report.add(None, "settings.allow_repeat_tasks", f"must be true or false, got {raw['allow_repeat_tasks']!r}")
+    for flag in ("reasons_required",):
+        if flag in raw and not isinstance(raw[flag], bool):
+            report.add(None, f"settings.{flag}", f"must be true or false, got {raw[flag]!r}")
+        elif flag in raw:
+            clean[flag] = raw[flag]
     if "researchers" in raw:
         clean["researchers"] = _researchers_clean(raw["researchers"], report)
     if "annotators" in raw:
@@ -192,7 +197,7 @@ def _settings_apply(batch: Batch, clean: dict) -> bool:
     """Set the given settings on a locked batch; True when something changed."""
     changed = False
     for key in ("overlap", "max_rounds", "gold_rate", "prompt_templates", "allow_repeat_tasks", "instructions",
-                "category_order", "budget"):
+                "category_order", "budget", "reasons_required"):
         if key in clean and getattr(batch, key) != clean[key]:
             setattr(batch, key, clean[key])
             changed = True
