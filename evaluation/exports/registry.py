@@ -41,6 +41,7 @@ from evaluation.exports.costs import costs_table
 from evaluation.exports.filters import NO_FILTERS, ReportFilters
 from evaluation.exports.renderers.table_image import render_table_image
 from evaluation.exports.renderers.tables import render
+from evaluation.kinds import kind_of
 from evaluation.table import Table
 
 TABLE_FORMATS = ("csv", "md", "tex", "json")
@@ -133,6 +134,8 @@ def export_filename(batch: Batch, name: str, fmt: str) -> str:
 
 def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_FILTERS) -> Export:
     check_export(name, fmt)
+    if why := kind_of(batch).refuses(batch, name):
+        raise ApplicationError(why, code="not_for_this_kind")
     return export_of(batch, name, fmt, _BUILDERS[name](batch, fmt, filters))
 
 

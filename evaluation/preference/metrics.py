@@ -40,7 +40,7 @@ _BOOTSTRAP_CELLS = 4_000_000  # resamples x items held at once (32 MB of float64
 _DIGITS = re.compile(r"(\d+)")
 
 
-def name_key(name: object) -> tuple:
+def name_key(name: object) -> tuple[tuple[int | str, ...], str]:
     """Sort key of a label, an item id or a rater: by text, numbers inside compared as numbers
     ("Candidate 2" < "Candidate 10"), then the exact text, so the order is total and never the file's."""
     text = str(name)
@@ -220,7 +220,7 @@ class PreferenceAgreement:
         return Fraction(self.rater_pairs_agreeing, self.rater_pairs_compared)
 
 
-def _unit_key(unit: tuple[Hashable, ...]) -> tuple:
+def _unit_key(unit: tuple[Hashable, ...]) -> tuple[tuple[tuple[int | str, ...], str], ...]:
     return tuple(name_key(part) for part in unit)
 
 

@@ -208,12 +208,17 @@ def check_preference_export(name: str, fmt: str) -> None:
                                code="bad_format")
 
 
-def preference_export(batch: Batch, name: str, fmt: str) -> Export:
-    """One table of the report as a file (csv, md, json or tex)."""
-    check_preference_export(name, fmt)
+def preference_table(batch: Batch, name: str) -> Table:
+    """One table of the report (a 400 before any final ranking): what the batch exports ``preference-<name>``."""
     report = preference_report(batch)
     if not report.data.rankings:
         raise ApplicationError(f"Batch {batch.name!r} has no final rankings to report yet.", code="no_rankings")
-    table = report.tables()[name]
+    return report.tables()[name]
+
+
+def preference_export(batch: Batch, name: str, fmt: str) -> Export:
+    """One table of the report as a file (csv, md, json or tex), byte for byte the batch's ``preference-<name>``
+    export."""
+    check_preference_export(name, fmt)
     return Export(export_filename(batch, f"preference-{name}", fmt), CONTENT_TYPES[fmt],
-                  render(table, fmt).encode())
+                  render(preference_table(batch, name), fmt).encode())

@@ -43,10 +43,11 @@ def ranking_parse(text: str, candidates: int) -> list[list[int]]:
 def ranking_from_positions(positions: Mapping[int, int | None], candidates: int) -> str:
     """Rank positions per candidate (``{1: 2, 2: 1, 3: 2}``: candidate 1 second, ...) as a ranking text
     (``2>1=3``): equal positions are a tie. "" while a candidate has no position."""
-    if any(positions.get(n) is None for n in range(1, candidates + 1)):
+    places = {n: positions.get(n) for n in range(1, candidates + 1)}
+    if any(place is None for place in places.values()):
         return ""
-    levels = sorted({positions[n] for n in range(1, candidates + 1)})
-    return ">".join("=".join(str(n) for n in range(1, candidates + 1) if positions[n] == level) for level in levels)
+    levels = sorted({place for place in places.values() if place is not None})
+    return ">".join("=".join(str(n) for n, place in places.items() if place == level) for level in levels)
 
 
 def ranking_contradictions(groups: list[list[int]], scores: Mapping[int, tuple[int, ...]]) -> list[tuple[int, int]]:
