@@ -108,7 +108,7 @@ def test_hugging_face_datasets_loads_the_pairs_and_their_images(study, tmp_path,
     and the image paths open as images once cast (nothing downloaded)."""
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    datasets = pytest.importorskip("datasets")
+    import datasets  # a test dependency (pyproject's test extras); imported here, it is slow to load
     buffer = io.BytesIO()
     bundle_write(study, buffer)
     folder = tmp_path / "bundle"
