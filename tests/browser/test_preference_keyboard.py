@@ -107,3 +107,21 @@ def test_a_researcher_reads_every_raters_judgments(page, live_server, tmp_path):
     expect(second.locator("caption")).to_contain_text("ann-rater-b · ranking 2=1 · draft")
     expect(page.locator("#ranking-control")).to_have_count(0)
     assert_accessible(page, "preference item read by a researcher")
+
+
+def test_a_preference_batchs_research_pages_are_accessible(page, live_server, tmp_path):
+    """axe-core on the pages a researcher reads a preference study on: the batch report (its preference section),
+    the preference report and the rater quality page."""
+    from tests.evaluation.preference.study import import_study, rate, raters
+
+    batch = import_study(tmp_path)
+    rate(batch, raters())
+    researcher = UserFactory(username="pref-rex", role=User.Role.RESEARCHER)
+    batch.members.add(researcher)
+    login(page, live_server.url, researcher.username)
+    for name, url, shown in (("batch report", reverse("research-report", args=[batch.id]), "#preference-progress"),
+                             ("preference report", reverse("research-preferences", args=[batch.id]), "#pairs-table"),
+                             ("rater quality", reverse("research-quality", args=[batch.id]), "#quality-table")):
+        page.goto(f"{live_server.url}{url}")
+        expect(page.locator(shown)).to_be_visible()
+        assert_accessible(page, f"preference batch, {name}")
