@@ -17,18 +17,10 @@ from annotate.models import Batch
 from evaluation.exports import registry as exports
 from evaluation.exports.bundle import bundle_write
 from evaluation.preference.reports import preference_export
-from tests.evaluation.preference.study import import_study, rate, raters
+from tests.evaluation.preference.study import import_study
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def study(tmp_path, researcher):
-    batch = import_study(tmp_path)
-    batch.members.add(researcher)
-    rate(batch, raters())
-    return batch
 
 
 def _jsonl(batch: Batch, name: str) -> list[dict]:

@@ -7,17 +7,8 @@ from __future__ import annotations
 import pytest
 
 from evaluation.preference.quality import preference_quality
-from tests.evaluation.preference.study import import_study, rate, raters
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def study(tmp_path, researcher):
-    batch = import_study(tmp_path)
-    batch.members.add(researcher)
-    rate(batch, raters())
-    return batch
 
 
 def test_batch_report_shows_the_preference_section_not_interfeedback(client, study, researcher):
