@@ -7,7 +7,7 @@ from django.urls import reverse
 from annotate.errors import ApplicationError, Conflict
 from annotate.imports.batches import batch_import
 from annotate.imports.registry import IMPORTERS
-from annotate.models import Assignment, Batch, Ranking, Rating
+from annotate.models import Assignment, Batch, Ranking, Rating, User
 from annotate.queue.services import assignment_next
 from annotate.rating.fire.services import ratings_save
 from annotate.rating.preference.services import (
@@ -17,6 +17,7 @@ from annotate.rating.preference.services import (
     ranking_parse,
 )
 from tests.annotate.rating.fire.fire_data import write_images_dir, write_jsonl
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -227,3 +228,36 @@ def test_ranking_from_positions(positions, text):
 ])
 def test_ranking_contradictions(groups, scores, found):
     assert ranking_contradictions(groups, scores) == found
+
+
+def test_researchers_read_every_raters_judgments_and_raters_only_their_own(api_client, tmp_path, annotator):
+    named = [dict(RECORDS[1], models=["gpt-4o", "llava"])]
+    report = batch_import(path=write_jsonl(tmp_path / "named.jsonl", named), name="named", kind="preference",
+                          settings={"overlap": 2})
+    assert report.status == "imported", report.render()
+    batch = Batch.objects.get(name="named")
+    other = UserFactory(username="bob", pseudonym="ann-bob")
+    for rater, ranking, final in ((annotator, "2>1", True), (other, "1=2", False)):
+        conversation = assignment_next(annotator=rater).work_item.conversation
+        preference_save(annotator=rater, conversation_id=conversation.id, ranking=ranking, client_request_id="c",
+                        final=final, ratings={i: {"helpfulness": 4, "faithfulness": 3 + i, "ethics": 5,
+                                                  "reason": f"{rater.username} {i}"} for i in range(2)})
+    url = reverse("api-conversation", args=[conversation.id])
+    researcher = UserFactory(username="rex", role=User.Role.RESEARCHER)
+    batch.members.add(researcher)
+    api_client.force_authenticate(researcher)
+    body = api_client.get(url).json()
+    assert body["models"] == ["gpt-4o", "llava"] and body["can_rate"] is False
+    assert [(j["rater"], j["ranking"], j["final"]) for j in body["judgments"]] == sorted(
+        [(annotator.pseudonym, "2>1", True), ("ann-bob", "1=2", False)])  # by pseudonym
+    bob = next(j for j in body["judgments"] if j["rater"] == "ann-bob")
+    assert bob["scores"] == [
+        {"candidate": 1, "turn": 0, "helpfulness": 4, "faithfulness": 3, "ethics": 5, "reason": "bob 0"},
+        {"candidate": 2, "turn": 1, "helpfulness": 4, "faithfulness": 4, "ethics": 5, "reason": "bob 1"}]
+    # A rater sees their own ratings only, never the others' or the models.
+    api_client.force_authenticate(other)
+    own = api_client.get(url).json()
+    assert "judgments" not in own and "models" not in own and own["ranking"] == "1=2"
+    # A researcher who is not a member: 404.
+    api_client.force_authenticate(UserFactory(username="stranger", role=User.Role.RESEARCHER))
+    assert api_client.get(url).status_code == 404
