@@ -22,10 +22,10 @@ from evaluation.exports.responses import (
 from evaluation.preference.reports import (
     PREFERENCE_FORMATS,
     PREFERENCE_TABLES,
+    RAW_EXPORTS,
     preference_export,
     preference_report,
 )
-from evaluation.preference.views import RAW_EXPORTS
 
 
 def _exports(batch_id: int) -> dict[str, list[str]]:

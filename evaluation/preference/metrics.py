@@ -22,6 +22,7 @@ Nothing here depends on the order of the records or on which model is called "A"
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections import defaultdict
@@ -40,6 +41,7 @@ _BOOTSTRAP_CELLS = 4_000_000  # resamples x items held at once (32 MB of float64
 _DIGITS = re.compile(r"(\d+)")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # item ids, raters and models recur in every sort of a report
 def name_key(name: object) -> tuple[tuple[int | str, ...], str]:
     """Sort key of a label, an item id or a rater: by text, numbers inside compared as numbers
     ("Candidate 2" < "Candidate 10"), then the exact text, so the order is total and never the file's."""

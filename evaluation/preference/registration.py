@@ -14,7 +14,7 @@ from evaluation.exports.bundle import BundleFile
 from evaluation.exports.renderers.tables import render
 from evaluation.preference import records
 from evaluation.preference.quality import preference_quality
-from evaluation.preference.reports import preference_report, preference_table
+from evaluation.preference.reports import RAW_EXPORTS, preference_report, preference_table
 from evaluation.preference.selectors import check_preference_batch, preference_data, rated_items
 from evaluation.preference.views import report_sections
 
@@ -107,8 +107,8 @@ def bundle_files(batch: Batch, skipped: dict[str, str]) -> Iterator[BundleFile]:
 for _export, _table, _stem, _what in TABLES:
     exports.register_export(_export, exports.TABLE_FORMATS,
                             lambda batch, fmt, filters, table=_table: preference_table(batch, table))
-exports.register_export("preference-responses", ("jsonl", "csv"), _responses)
-exports.register_export("preference-dpo", ("jsonl",), _dpo)
+for _export, _build in (("preference-responses", _responses), ("preference-dpo", _dpo)):
+    exports.register_export(_export, dict(RAW_EXPORTS)[_export], _build)
 kinds.register(kinds.StudyKind(kind=Batch.Kind.PREFERENCE, downloads=DOWNLOADS, bundle_files=bundle_files,
                                report_sections=report_sections, bundle_summary=bundle_summary, refuses=refusal,
                                quality=preference_quality))

@@ -33,6 +33,8 @@ from evaluation.table import Table
 
 PREFERENCE_FORMATS = ("csv", "md", "json", "tex")
 PREFERENCE_TABLES = ("pairs", "agreement", "kappa", "scores")
+# The raw judgments, batch exports of their own (evaluation.preference.records): name -> formats
+RAW_EXPORTS = (("preference-responses", ("jsonl", "csv")), ("preference-dpo", ("jsonl",)))
 LEFT_OUT_SHOWN = 5
 
 
@@ -151,10 +153,11 @@ def _agreement_tables(batch: Batch, pairs) -> tuple[Table, Table]:
 
 
 def _scores_table(batch: Batch, data: PreferenceData, *, n_resamples: int, seed: int) -> Table:
+    scores = sorted(data.scores, key=_score_key)
     summaries = {
         # (label, score, item): the CI resamples items, since the raters of one item score the same responses.
-        d: summarize_ratings(((s.label, s.value(d), s.item) for s in sorted(data.scores, key=_score_key)
-                              if s.value(d) is not None), n_resamples=n_resamples, seed=seed)
+        d: summarize_ratings(((s.label, s.value(d), s.item) for s in scores if s.value(d) is not None),
+                             n_resamples=n_resamples, seed=seed)
         for d in DIMENSIONS
     }
     rows = []

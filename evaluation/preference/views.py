@@ -15,11 +15,11 @@ from evaluation.exports.responses import export_response
 from evaluation.preference.reports import (
     PREFERENCE_FORMATS,
     PREFERENCE_TABLES,
+    RAW_EXPORTS,
     preference_export,
     preference_report,
 )
 
-RAW_EXPORTS = (("preference-responses", ("jsonl", "csv")), ("preference-dpo", ("jsonl",)))
 TABLE_HEADINGS = {
     "pairs": "Pairwise preferences",
     "agreement": "Rater agreement",
@@ -37,7 +37,7 @@ TABLE_EMPTY = {
 def report_sections(batch: Batch) -> dict:
     """The batch report page's preference section (StudyKind.report_sections): its progress in judgments (items,
     final rankings against the K per item needed, raters, skips, items being rated now) and the way to its tables
-    and raw exports. Five counts."""
+    and raw exports. Six counts."""
     conversations = Conversation.objects.filter(batch=batch).count()
     rankings = Ranking.objects.filter(conversation__batch=batch, is_final=True)
     assignments = Assignment.objects.filter(work_item__batch=batch)
