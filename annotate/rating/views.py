@@ -136,9 +136,13 @@ def _save_form(request, conversation, *, final: bool) -> None:
                 "reason": post.get(f"comment-{i}", "")}
             for i in indices
         }
-        # The ranking control posts each candidate's place (rank-<turn index>: 1 = best, equal places tie).
-        places = {number: _int_or_none(post.get(f"rank-{i}")) for number, i in enumerate(indices, 1)}
-        ranking = ranking_from_positions(places, len(indices)) or post.get("ranking", "")
+        # The ranking control posts each candidate's place (rank-<turn index>: 1 = best, equal places tie); a place
+        # missing leaves the ranking empty (never an older draft's).
+        if any(f"rank-{i}" in post for i in indices):
+            places = {number: _int_or_none(post.get(f"rank-{i}")) for number, i in enumerate(indices, 1)}
+            ranking = ranking_from_positions(places, len(indices))
+        else:
+            ranking = post.get("ranking", "")
         preference_save(annotator=request.user, conversation_id=conversation.id, ratings=ratings,
                         ranking=ranking, client_request_id=crid, final=final)
     else:
