@@ -338,8 +338,9 @@ def cluster_bootstrap_mean_ci(
 
 def _exact_mean(scores: Sequence[Number]) -> Fraction:
     # Whole scores (1-5) sum as ints: one Fraction at the end instead of one per score (90k scores: 0.4 s saved).
-    if all(isinstance(s, int) for s in scores):
-        return Fraction(sum(scores), len(scores))
+    whole = [s for s in scores if isinstance(s, int)]
+    if len(whole) == len(scores):
+        return Fraction(sum(whole), len(scores))
     return sum((exact_fraction(s) for s in scores), Fraction(0)) / len(scores)
 
 
