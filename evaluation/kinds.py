@@ -33,6 +33,10 @@ def _items_summary(batch: Batch, sessions: int) -> str:
     return f"{batch.get_kind_display()} batch, {batch.task_count:,} items."
 
 
+def _refuses_nothing(batch: Batch, export: str) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class StudyKind:
     kind: str  # a Batch.Kind value
@@ -42,6 +46,10 @@ class StudyKind:
     counts_sessions: bool = False  # its completed sessions are counted and exported (jobs show their progress)
     # The study bundle README's first paragraph, in the words of this kind of study (sessions: those exported)
     bundle_summary: Callable[[Batch, int], str] = field(default=_items_summary)
+    # Why an export of another kind of study means nothing for this batch (a 400 naming its own), else None
+    refuses: Callable[[Batch, str], str | None] = field(default=_refuses_nothing)
+    # Its own annotator quality page: the template and its context (None: InterFeedback's, from sessions)
+    quality: Callable[[Batch], dict[str, Any]] | None = None
 
 
 KINDS: dict[str, StudyKind] = {}

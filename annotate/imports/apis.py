@@ -46,6 +46,9 @@ class ImportCreateApi(APIView):
         allow_repeat_tasks = serializers.BooleanField(
             required=False, allow_null=True,
             help_text="Serve a task again to an annotator (another model) while they have not seen its answer")
+        reasons_required = serializers.BooleanField(
+            required=False, allow_null=True,
+            help_text="Preference batches: a final save needs a reason for every candidate (default true)")
         researchers = serializers.CharField(required=False, allow_blank=True,
                                             help_text="Usernames who may read the batch (a,b), or * for every researcher")
         annotators = serializers.CharField(

@@ -159,6 +159,10 @@ class Batch(models.Model):
     instructions = models.TextField(
         blank=True, help_text="Markdown shown to annotators at the top of every item and on the batch's start page",
     )
+    reasons_required = models.BooleanField(
+        default=True,
+        help_text="Preference batches: a final save needs a reason for every candidate (off: reasons are optional)",
+    )
     allow_repeat_tasks = models.BooleanField(
         default=False,
         help_text="Serve a task again to an annotator (with another model) if they have not seen its answer yet",

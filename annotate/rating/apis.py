@@ -40,7 +40,17 @@ ConversationSerializer = inline_serializer(
         "skipped": serializers.BooleanField(help_text="You skipped this conversation"),
         "criteria": serializers.DictField(),
         "scale": serializers.ListField(child=serializers.DictField()),
-        "ranking": serializers.CharField(required=False, help_text="Preference batches only"),
+        "ranking": serializers.CharField(required=False, help_text="Preference batches only: your ranking"),
+        "reasons_required": serializers.BooleanField(
+            required=False, help_text="Preference batches only: a final save needs a reason for every candidate"),
+        "judgments": serializers.ListField(
+            child=serializers.DictField(), required=False,
+            help_text="Preference batches, read by a researcher or admin: every rater's judgments (rater pseudonym, "
+                      "ranking, final, and per candidate the three scores and the reason)"),
+        "models": serializers.ListField(
+            child=serializers.CharField(), required=False, allow_null=True,
+            help_text="Preference batches, read by a researcher or admin: the model behind each candidate, when "
+                      "the record named them (raters never see them)"),
     },
 )
 

@@ -137,7 +137,40 @@ def conversation_payload(conversation: Conversation, *, viewer: User, assignment
     if is_preference:
         ranking = Ranking.objects.filter(conversation=conversation, annotator=viewer).first() if assignment else None
         payload["ranking"] = ranking.ranking if ranking else ""
+        payload["reasons_required"] = conversation.batch.reasons_required
+        if assignment is None:  # a researcher (or admin) reading the item: every rater's judgments, and the models
+            payload["judgments"] = preference_judgments(conversation)
+            payload["models"] = candidate_models(conversation)
     return payload
+
+
+def candidate_models(conversation: Conversation) -> list[str] | None:
+    """The model behind each candidate, in order, when the record named them (never shown to raters)."""
+    named = (conversation.metadata or {}).get("models")
+    return named if isinstance(named, list) else None
+
+
+def preference_judgments(conversation: Conversation) -> list[dict[str, Any]]:
+    """Every rater's judgments of a preference item, for researchers: per rater (by pseudonym) the ranking, whether
+    it is final, and each candidate's three scores and reason. Two queries."""
+    candidates = {t.index: n for n, t in enumerate((t for t in conversation.turns.all() if t.is_rateable), 1)}
+    raters: dict[int, dict[str, Any]] = {}
+
+    def rater(annotator_id: int, pseudonym: str) -> dict[str, Any]:
+        return raters.setdefault(annotator_id, {"rater": pseudonym, "ranking": "", "final": False, "scores": []})
+
+    for r in (Rating.objects.filter(turn__conversation=conversation).select_related("annotator", "turn")
+              .order_by("annotator__pseudonym", "turn__index")):
+        if r.turn.index not in candidates:
+            continue
+        entry = rater(r.annotator_id, r.annotator.pseudonym)
+        entry["final"] = entry["final"] or r.is_final
+        entry["scores"].append({"candidate": candidates[r.turn.index], "turn": r.turn.index,
+                                **{d: getattr(r, d) for d in PREFERENCE_DIMENSIONS}, "reason": r.comment})
+    for ranking in Ranking.objects.filter(conversation=conversation).select_related("annotator"):
+        entry = rater(ranking.annotator_id, ranking.annotator.pseudonym)
+        entry["ranking"], entry["final"] = ranking.ranking, entry["final"] or ranking.is_final
+    return sorted(raters.values(), key=lambda entry: entry["rater"])
 
 
 def _rating_payload(rating: Rating | None, is_preference: bool) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from annotate.queue.services import assignment_next
 from annotate.queue.views import home_saying_why_nothing
 from annotate.rating.apis import viewer_payload
 from annotate.rating.fire.services import ratings_save
-from annotate.rating.preference.services import preference_save
+from annotate.rating.preference.services import preference_save, ranking_from_positions, ranking_parse
 from annotate.rating.selectors import PREFERENCE_DIMENSIONS, access_conversation
 from annotate.rating.services import MAX_SKIP_REASON_CHARS, conversation_skip
 from annotate.server.markdown import markdown_to_html
@@ -45,6 +45,8 @@ def _controls(payload: dict) -> None:
         if turn["kind"] == "candidate":
             candidate += 1
             turn["candidate_number"] = candidate
+            if payload.get("models") and len(payload["models"]) >= candidate:  # researchers only
+                turn["model"] = payload["models"][candidate - 1]
             dims = [(d, d.capitalize()) for d in PREFERENCE_DIMENSIONS]
         else:
             dims = [("score", f"Rate this {KIND_NOUNS[turn['kind']]}")]
@@ -55,11 +57,26 @@ def _controls(payload: dict) -> None:
         ]
 
 
+def _rank_controls(payload: dict) -> list[dict]:
+    """Preference items: one place control per candidate (1 = best; equal places tie), set from the saved ranking
+    (a draft that does not parse leaves them empty)."""
+    candidates = [turn for turn in payload["turns"] if turn.get("candidate_number")]
+    try:
+        groups = ranking_parse(payload["ranking"], len(candidates)) if payload["ranking"] else []
+    except ApplicationError:
+        groups = []
+    place = {number: level for level, group in enumerate(groups, 1) for number in group}
+    return [{"index": turn["index"], "number": turn["candidate_number"], "place": place.get(turn["candidate_number"]),
+             "places": list(range(1, len(candidates) + 1))} for turn in candidates]
+
+
 def _page(request, conversation, assignment, *, error: str = "", skip_error: str = "", skip_reason: str = "",
           status: int = 200):
     payload = viewer_payload(conversation, request.user, assignment)
     _controls(payload)
-    context = {"conversation": conversation, "payload": payload, "is_preference": "ranking" in payload,
+    is_preference = "ranking" in payload
+    context = {"conversation": conversation, "payload": payload, "is_preference": is_preference,
+               "ranks": _rank_controls(payload) if is_preference else [],
                "client_request_id": uuid.uuid4().hex, "error": error, "skip_error": skip_error,
                "skip_reason": skip_reason, "skip_max_chars": MAX_SKIP_REASON_CHARS,
                "instructions_html": markdown_to_html(conversation.batch.instructions),
@@ -119,8 +136,15 @@ def _save_form(request, conversation, *, final: bool) -> None:
                 "reason": post.get(f"comment-{i}", "")}
             for i in indices
         }
+        # The ranking control posts each candidate's place (rank-<turn index>: 1 = best, equal places tie); a place
+        # missing leaves the ranking empty (never an older draft's).
+        if any(f"rank-{i}" in post for i in indices):
+            places = {number: _int_or_none(post.get(f"rank-{i}")) for number, i in enumerate(indices, 1)}
+            ranking = ranking_from_positions(places, len(indices))
+        else:
+            ranking = post.get("ranking", "")
         preference_save(annotator=request.user, conversation_id=conversation.id, ratings=ratings,
-                        ranking=post.get("ranking", ""), client_request_id=crid, final=final)
+                        ranking=ranking, client_request_id=crid, final=final)
     else:
         scores = {i: (_int_or_none(post.get(f"score-{i}")), post.get(f"comment-{i}", "")) for i in indices}
         ratings_save(annotator=request.user, conversation_id=conversation.id, scores=scores,

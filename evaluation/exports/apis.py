@@ -45,7 +45,8 @@ OUTCOME_PARAMETER = OpenApiParameter("outcome", str, enum=["0", "1", "2", "3", "
 
 
 FILE_RESPONSES = {
-    **file_download("text/csv", "text/markdown", "application/x-tex", "image/png", "image/svg+xml"),
+    **file_download("text/csv", "text/markdown", "application/x-tex", "image/png", "image/svg+xml",
+                    "application/jsonl"),
     (200, "application/json"): TableDocumentSerializer,
     **ERRORS,
 }
@@ -60,10 +61,15 @@ class BatchTableExportApi(APIView):
             OpenApiParameter("name", str, OpenApiParameter.PATH, enum=[n for n in exports.EXPORTS if n != "sessions"],
                              description="accuracy (Table 3), correction (Table 4), fig4, fig5, fire-ratings (FIRE "
                                          "Table A1), fire-summary-split|source|turn, fire-agreement, fire-kappa, "
-                                         "fire-disagreements (FIRE rating batches), bench, fire-fixed, fire-free, "
-                                         "costs"),
-            OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=["csv", "md", "tex", "json", "png", "svg"],
-                             description="Tables: csv md tex json png svg; figures: png svg"),
+                                         "fire-disagreements (FIRE rating batches), preference-pairs, "
+                                         "preference-agreement, preference-kappa, preference-scores (preference "
+                                         "batches' tables), preference-responses (every final judgment per "
+                                         "response: jsonl, csv), preference-dpo (prompt/chosen/rejected pairs for "
+                                         "reward-model training: jsonl), bench, fire-fixed, fire-free, costs"),
+            OpenApiParameter("fmt", str, OpenApiParameter.PATH,
+                             enum=["csv", "md", "tex", "json", "png", "svg", "jsonl"],
+                             description="Tables: csv md tex json png svg; figures: png svg; preference-responses: "
+                                         "jsonl csv; preference-dpo: jsonl"),
             *FILTER_PARAMETERS,
         ],
         responses=FILE_RESPONSES,

@@ -182,12 +182,24 @@ def json_bytes(document) -> bytes:
     return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode()
 
 
+def _folded(described: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Files of one folder described alike (a study's images) on one line: "data/images/ (12 files)"."""
+    groups: list[tuple[str, str, list[str]]] = []  # (folder, what, paths)
+    for path, what in described:
+        folder = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+        if groups and groups[-1][:2] == (folder, what):
+            groups[-1][2].append(path)
+        else:
+            groups.append((folder, what, [path]))
+    return [(paths[0] if len(paths) == 1 else f"{folder} ({len(paths)} files)", what) for folder, what, paths in groups]
+
+
 def _readme(batch: Batch, described: list[tuple[str, str]], skipped: dict[str, str], sessions: int) -> bytes:
     lines = [f"# Study bundle: {batch.name}", "", kind_of(batch).bundle_summary(batch, sessions), ""]
     if batch.category_order:
         lines += ["Category order: " + ", ".join(batch.category_order) + ".", ""]
     lines += ["| file | what |", "|---|---|", "| README.md | This file |"]
-    lines += [f"| {path} | {what.replace('|', '/')} |" for path, what in described]
+    lines += [f"| {path} | {what.replace('|', '/')} |" for path, what in _folded(described)]
     if skipped:
         lines += ["", "## Not included", ""]
         lines += [f"- {path}: {reason}" for path, reason in skipped.items()]

@@ -15,6 +15,9 @@ batch's costs. The exports registered today:
 | fire-agreement | csv md tex json                | Krippendorff's alpha (ordinal, interval), kappa   | fire          |
 | fire-kappa    | csv md tex json                 | pairwise quadratic-weighted kappa                 | fire          |
 | fire-disagreements | csv md tex json            | the 20 turns raters disagree on most              | fire          |
+| preference-pairs, -agreement, -kappa, -scores | csv md tex json | the preference report's four tables | preference |
+| preference-responses | jsonl csv                    | every final judgment, per response (and rater)    | preference    |
+| preference-dpo | jsonl                              | chosen/rejected pairs for reward-model training   | preference    |
 | bench         | csv md tex json                 | InterFeedback-Bench Tables 1/2 (latest bench run) | bench         |
 | fire-fixed    | csv md tex json                 | FIRE Tables 2 and 3 (latest fixed-dialogue run)   | bench         |
 | fire-free     | csv md tex json                 | FIRE Tables 4 and 5 (latest free-dialogue run)    | bench         |
@@ -22,6 +25,9 @@ batch's costs. The exports registered today:
 The three run tables take the batch's latest finished run of their protocol, or a given finished run
 (evaluation.bench.registration.build_run_export, ``export_tables --run ID``).
 | costs         | csv md tex json                 | tokens and cost per model, the batch's budget     | this module   |
+
+A batch's kind may refuse another kind's exports with a reason (``StudyKind.refuses``: a preference batch has no
+sessions, so ``sessions`` and Tables 3-4 name its own exports instead of writing nothing).
 
 Sessions are large (299k sessions: minutes, hundreds of MB). Pages and the API export them as a background job
 (evaluation/exports/jobs.py, a Job row with progress and a file to download); their direct downloads are kept for
@@ -41,6 +47,7 @@ from evaluation.exports.costs import costs_table
 from evaluation.exports.filters import NO_FILTERS, ReportFilters
 from evaluation.exports.renderers.table_image import render_table_image
 from evaluation.exports.renderers.tables import render
+from evaluation.kinds import kind_of
 from evaluation.table import Table
 
 TABLE_FORMATS = ("csv", "md", "tex", "json")
@@ -133,6 +140,8 @@ def export_filename(batch: Batch, name: str, fmt: str) -> str:
 
 def build_export(batch: Batch, name: str, fmt: str, filters: ReportFilters = NO_FILTERS) -> Export:
     check_export(name, fmt)
+    if why := kind_of(batch).refuses(batch, name):
+        raise ApplicationError(why, code="not_for_this_kind")
     return export_of(batch, name, fmt, _BUILDERS[name](batch, fmt, filters))
 
 

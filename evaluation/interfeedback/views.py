@@ -71,8 +71,10 @@ def batch_report(request, batch_id: int):
         error, report = failure.message, selectors.batch_report(batch, NO_FILTERS)
         filters = NO_FILTERS
     querystring = filters.querystring()
+    study = kind_of(batch)
     return render(request, "evaluation/report.html", {
-        **kind_of(batch).report_sections(batch),
+        **study.report_sections(batch),
+        "study": study,
         "costs": batch_costs(batch),
         "budget_message": budget_message(batch),
         "capacity": batch_capacity(batch),

@@ -22,14 +22,18 @@ from evaluation.exports.responses import (
 from evaluation.preference.reports import (
     PREFERENCE_FORMATS,
     PREFERENCE_TABLES,
+    RAW_EXPORTS,
     preference_export,
     preference_report,
 )
 
 
 def _exports(batch_id: int) -> dict[str, list[str]]:
-    return {name: [reverse("api-batch-preference-table", args=[batch_id, name, fmt]) for fmt in PREFERENCE_FORMATS]
-            for name in PREFERENCE_TABLES}
+    """Each table in every format, and the raw judgments (per response; chosen/rejected pairs)."""
+    tables = {name: [reverse("api-batch-preference-table", args=[batch_id, name, fmt]) for fmt in PREFERENCE_FORMATS]
+              for name in PREFERENCE_TABLES}
+    return {**tables, **{name: [reverse("api-batch-table", args=[batch_id, name, fmt]) for fmt in formats]
+                         for name, formats in RAW_EXPORTS}}
 
 
 class BatchPreferenceReportApi(APIView):

@@ -4,19 +4,27 @@ Input shape: one ``RankedJudgment`` per (item, rater): the label of each candida
 (candidate 1 first; a label is a model name, or "Candidate k" when the data names no models) and the rater's
 ranking as groups of candidate numbers, best group first, a group being a tie (``1>2=3`` → ``((1,), (2, 3))``).
 
+Nothing here depends on the order of the records or on which model is called "A":
+
+- ``label_order``: labels in one canonical order, by name (numbers inside a name compared as numbers, so
+  "Candidate 2" comes before "Candidate 10"), never the order the file happens to show them in.
 - ``pair_judgments``: every ranking becomes one judgment per pair of candidates with different labels,
-  oriented (model A, model B) by a given label order: +1 A preferred, 0 tie, -1 B preferred.
+  oriented (model A, model B) by that order: +1 A preferred, 0 tie, -1 B preferred.
 - ``pairwise_win_rates``: per (A, B) the wins, ties and losses of A and its win rate (W + T/2) / N, with a
   percentile bootstrap CI that resamples *items* (all judgments of an item move together, since the raters of
-  one item and the pairs of one ranking are not independent).
+  one item and the pairs of one ranking are not independent), items taken in the order of their ids.
 - ``preference_agreement``: on the comparisons (item, candidate pair) judged by at least two raters: observed
   agreement, Krippendorff's alpha (ordinal, over -1 < 0 < +1) and quadratic-weighted Cohen's kappa per rater
-  pair (``fire_metrics``), and each rater's agreement with the others.
+  pair (``fire_metrics``), and each rater's agreement with the others. Alpha and kappa count every comparison
+  in both orientations (A vs B and B vs A, the outcome negated), so renaming a model, which flips the
+  orientation of some comparisons and not others, changes neither.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
+import re
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -28,7 +36,18 @@ from evaluation.fire.metrics import krippendorff_alpha, pairwise_weighted_kappa
 from evaluation.stats import ConfidenceInterval, percentile_interval
 
 OUTCOMES = (-1, 0, 1)  # B preferred < tie < A preferred: an ordinal scale
+MIN_SHARED_FOR_KAPPA = 2  # comparisons two raters share before their kappa is reported
 _BOOTSTRAP_CELLS = 4_000_000  # resamples x items held at once (32 MB of float64)
+_DIGITS = re.compile(r"(\d+)")
+
+
+@functools.lru_cache(maxsize=1 << 16)  # item ids, raters and models recur in every sort of a report
+def name_key(name: object) -> tuple[tuple[int | str, ...], str]:
+    """Sort key of a label, an item id or a rater: by text, numbers inside compared as numbers
+    ("Candidate 2" < "Candidate 10"), then the exact text, so the order is total and never the file's."""
+    text = str(name)
+    parts = tuple(int(part) if index % 2 else part.casefold() for index, part in enumerate(_DIGITS.split(text)))
+    return parts, text
 
 
 @dataclass(frozen=True)
@@ -61,13 +80,14 @@ class PairJudgment:
 
 
 def label_order(judgments: Iterable[RankedJudgment]) -> list[str]:
-    """Labels in first-seen order (items in the order given, candidates in the order shown)."""
-    return list(dict.fromkeys(label for j in judgments for label in j.candidates))
+    """Every label in the canonical order (``name_key``): the same whatever the order of the records."""
+    return sorted({label for j in judgments for label in j.candidates}, key=name_key)
 
 
 def pair_judgments(judgments: Iterable[RankedJudgment], *, order: Sequence[str] | None = None) -> list[PairJudgment]:
     """One judgment per (ranking, pair of candidates with different labels); A comes first in ``order``
-    (default: first-seen order). Two candidates with the same label (one model twice) are not compared."""
+    (default: the canonical ``label_order``). Two candidates with the same label (one model twice) are not
+    compared."""
     judgments = list(judgments)
     position = {label: n for n, label in enumerate(order if order is not None else label_order(judgments))}
     result = []
@@ -133,15 +153,19 @@ def bootstrap_win_rate_ci(
 def pairwise_win_rates(
     pairs: Iterable[PairJudgment], *, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
 ) -> list[PairResult]:
-    """Per (model A, model B), in first-seen order: counts, win rate of A and its bootstrap CI over items."""
+    """Per (model A, model B), A before B in the canonical order: counts, win rate of A and its bootstrap CI
+    over items. Pairs, and the items of each pair (which the bootstrap draws), come in canonical order, so the
+    same judgments in any order give the same rows, CIs included."""
     by_pair: dict[tuple[str, str], dict[Hashable, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     for pair in pairs:
         cell = by_pair[(pair.model_a, pair.model_b)][pair.item]
         cell[{1: 0, 0: 1, -1: 2}[pair.outcome]] += 1
     results = []
-    for (model_a, model_b), items in by_pair.items():
+    for model_a, model_b in sorted(by_pair, key=lambda models: (name_key(models[0]), name_key(models[1]))):
+        items = by_pair[(model_a, model_b)]
         wins, ties, losses = (sum(cell[k] for cell in items.values()) for k in range(3))
-        per_item = [(Fraction(2 * w + t, 2), w + t + lost) for w, t, lost in items.values()]
+        per_item = [(Fraction(2 * w + t, 2), w + t + lost)
+                    for w, t, lost in (items[item] for item in sorted(items, key=name_key))]
         results.append(PairResult(
             model_a=model_a, model_b=model_b, items=len(items), judgments=wins + ties + losses,
             wins=wins, ties=ties, losses=losses, win_rate=win_rate(wins, ties, losses),
@@ -198,24 +222,47 @@ class PreferenceAgreement:
         return Fraction(self.rater_pairs_agreeing, self.rater_pairs_compared)
 
 
+def _unit_key(unit: tuple[Hashable, ...]) -> tuple[tuple[tuple[int | str, ...], str], ...]:
+    return tuple(name_key(part) for part in unit)
+
+
+def both_orientations(
+    shared: dict[tuple[Hashable, ...], dict[Hashable, int]],
+) -> list[tuple[tuple[Hashable, ...], Hashable, int]]:
+    """(unit, rater, outcome) for alpha and kappa, each comparison twice: as judged (A vs B) and mirrored
+    (B vs A, the outcome negated). Which model a name makes "A" then changes nothing: a flipped comparison
+    is the other copy. Units and raters in canonical order."""
+    triples = []
+    for unit in sorted(shared, key=_unit_key):
+        for rater in sorted(shared[unit], key=name_key):
+            outcome = shared[unit][rater]
+            triples += [((*unit, "A vs B"), rater, outcome), ((*unit, "B vs A"), rater, -outcome)]
+    return triples
+
+
 def preference_agreement(pairs: Iterable[PairJudgment]) -> PreferenceAgreement:
-    """Agreement on the comparisons that two or more raters judged (the others cannot disagree)."""
+    """Agreement on the comparisons that two or more raters judged (the others cannot disagree).
+
+    Observed agreement counts each comparison once (the same outcome agrees in either orientation); alpha and
+    kappa take each comparison in both orientations (``both_orientations``). Raters, their pairs and the
+    comparisons are taken in canonical order, so the result never depends on the order of the records.
+    """
     by_unit: dict[tuple[Hashable, ...], dict[Hashable, int]] = defaultdict(dict)
     for pair in pairs:
         if pair.rater in by_unit[pair.unit]:
             raise ValueError(f"rater {pair.rater!r} judged comparison {pair.unit!r} more than once")
         by_unit[pair.unit][pair.rater] = pair.outcome
     shared = {unit: raters for unit, raters in by_unit.items() if len(raters) >= 2}
-    triples = [(unit, rater, outcome) for unit, raters in shared.items() for rater, outcome in raters.items()]
+    triples = both_orientations(shared)
 
     rater_items: dict[Hashable, set[Hashable]] = defaultdict(set)
     rater_counts: dict[Hashable, list[int]] = defaultdict(lambda: [0, 0])  # comparisons, agreeing
     pair_counts: dict[tuple[Hashable, Hashable], list[int]] = defaultdict(lambda: [0, 0])
     compared = agreeing = 0
-    rater_order = list(dict.fromkeys(rater for _, rater, _ in triples))
-    rank = {rater: n for n, rater in enumerate(rater_order)}
-    for unit, raters in shared.items():
-        for a, b in itertools.combinations(sorted(raters, key=rank.__getitem__), 2):
+    rater_order = sorted({rater for raters in shared.values() for rater in raters}, key=name_key)
+    for unit in sorted(shared, key=_unit_key):
+        raters = shared[unit]
+        for a, b in itertools.combinations(sorted(raters, key=name_key), 2):
             same = int(raters[a] == raters[b])
             compared += 1
             agreeing += same
@@ -226,10 +273,12 @@ def preference_agreement(pairs: Iterable[PairJudgment]) -> PreferenceAgreement:
                 rater_counts[rater][0] += 1
                 rater_counts[rater][1] += same
 
-    kappas = pairwise_weighted_kappa(triples, labels=list(OUTCOMES)) if triples else {}
+    # Two copies per comparison: a pair of raters sharing MIN_SHARED_FOR_KAPPA comparisons shares twice as many.
+    kappas = (pairwise_weighted_kappa(triples, labels=list(OUTCOMES), min_shared_items=2 * MIN_SHARED_FOR_KAPPA)
+              if triples else {})
     per_pair = [
         RaterPairAgreement(a, b, shared=n, agreeing=k, kappa=kappas.get((a, b), kappas.get((b, a))))
-        for (a, b), (n, k) in pair_counts.items()
+        for (a, b), (n, k) in sorted(pair_counts.items(), key=lambda kv: (name_key(kv[0][0]), name_key(kv[0][1])))
     ]
     per_rater = []
     for rater in rater_order:

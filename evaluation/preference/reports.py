@@ -21,17 +21,20 @@ from evaluation.exports.registry import CONTENT_TYPES, Export, export_filename
 from evaluation.exports.renderers.tables import render, to_json
 from evaluation.fire.metrics import summarize_ratings
 from evaluation.preference.metrics import (
-    label_order,
+    MIN_SHARED_FOR_KAPPA,
+    name_key,
     pair_judgments,
     pairwise_win_rates,
     preference_agreement,
 )
-from evaluation.preference.selectors import MODELS_FIELD, PreferenceData, preference_data
+from evaluation.preference.selectors import MODELS_FIELD, CandidateScore, PreferenceData, preference_data
 from evaluation.stats import ConfidenceInterval, percent, round_half_up
 from evaluation.table import Table
 
 PREFERENCE_FORMATS = ("csv", "md", "json", "tex")
 PREFERENCE_TABLES = ("pairs", "agreement", "kappa", "scores")
+# The raw judgments, batch exports of their own (evaluation.preference.records): name -> formats
+RAW_EXPORTS = (("preference-responses", ("jsonl", "csv")), ("preference-dpo", ("jsonl",)))
 LEFT_OUT_SHOWN = 5
 
 
@@ -64,8 +67,9 @@ def _3(value: float | None) -> Decimal | None:
     return None if value is None else round_half_up(value, 3)
 
 
-def _ci_text(ci: ConfidenceInterval | None, digits: int = 2) -> str | None:
-    return f"[{round_half_up(ci.low, digits)}, {round_half_up(ci.high, digits)}]" if ci else None
+def _bounds(ci: ConfidenceInterval | None, digits: int = 2) -> list[Decimal | None]:
+    """A CI as two numbers (low, high), each its own column: None (empty in CSV) when undefined."""
+    return [round_half_up(ci.low, digits), round_half_up(ci.high, digits)] if ci else [None, None]
 
 
 def _source_notes(data: PreferenceData) -> list[str]:
@@ -81,6 +85,11 @@ def _source_notes(data: PreferenceData) -> list[str]:
     return notes
 
 
+MODEL_ORDER_NOTE = "Models are ordered by name (numbers in a name compared as numbers)"
+ORIENTATION_NOTE = (f"{MODEL_ORDER_NOTE}: Model A is the first of each pair in that order, whatever order the "
+                    "records or their candidates came in.")
+
+
 def _pairs_table(batch: Batch, data: PreferenceData, pairs, *, n_resamples: int, seed: int) -> Table:
     rows = [
         [r.model_a, r.model_b, r.items, r.judgments, r.wins, r.ties, r.losses, percent(r.win_rate),
@@ -94,12 +103,19 @@ def _pairs_table(batch: Batch, data: PreferenceData, pairs, *, n_resamples: int,
         rows=rows,
         notes=[
             "Each final ranking gives one judgment per pair of its candidates (an item rated by K raters counts K "
-            "times). A win rate = (A wins + ties / 2) / judgments.",
+            "times). A win rate = (A wins + ties / 2) / judgments; B's win rate is 100 minus A's.",
+            ORIENTATION_NOTE,
             f"95% CI by percentile bootstrap over items: an item's judgments are resampled together "
-            f"({n_resamples} resamples, seed {seed}).",
+            f"({n_resamples} resamples, seed {seed}, items in the order of their ids).",
             *_source_notes(data),
         ],
     )
+
+
+CODING_NOTE = ("A comparison is one pair of an item's candidates (two models), coded +1 (Model A preferred), 0 "
+               "(tie) or -1 (Model B preferred), A and B in the order of the pairs table. Alpha and kappa count "
+               "every comparison twice, as coded and mirrored (B against A, the code negated), so they do not "
+               "depend on which model is called A; observed agreement counts it once.")
 
 
 def _agreement_tables(batch: Batch, pairs) -> tuple[Table, Table]:
@@ -114,11 +130,13 @@ def _agreement_tables(batch: Batch, pairs) -> tuple[Table, Table]:
         columns=["Rater", "Items", "Comparisons", "Agreement (%)", "Alpha (ordinal)", "Mean pairwise kappa"],
         rows=rows,
         notes=[
-            "Only comparisons (an item's pair of candidates) judged by two or more raters count; outcomes are "
-            "A preferred > tie > B preferred.",
+            "Only comparisons judged by two or more raters count; outcomes are ordered A preferred > tie > "
+            "B preferred.",
+            CODING_NOTE,
             "All raters: Comparisons = (comparison, pair of its raters); Agreement = the share with the same "
             "outcome; Krippendorff's alpha (ordinal, krippendorff package). Per rater: their judgments against "
-            "each other rater's judgment of the same comparison; mean of their pairwise kappas.",
+            "each other rater's judgment of the same comparison; mean of their pairwise kappas. Raters by "
+            "pseudonym, in order.",
         ],
     )
     kappa = Table(
@@ -126,37 +144,49 @@ def _agreement_tables(batch: Batch, pairs) -> tuple[Table, Table]:
         columns=["Rater A", "Rater B", "Shared comparisons", "Agreement (%)", "Kappa"],
         rows=[[str(p.rater_a), str(p.rater_b), p.shared, percent(p.agreement), _3(p.kappa)]
               for p in agreement.per_pair],
-        notes=["Cohen's kappa with quadratic weights over B preferred / tie / A preferred (scikit-learn); '-': "
-               "fewer than 2 shared comparisons, or undefined (a rater gave one outcome only)."],
+        notes=[f"Cohen's kappa with quadratic weights over B preferred / tie / A preferred (scikit-learn), every "
+               f"comparison counted as coded and mirrored (see the agreement table). Undefined (empty in CSV, '-' "
+               f"in Markdown and LaTeX, null in JSON): fewer than {MIN_SHARED_FOR_KAPPA} shared comparisons, or "
+               f"one rater gave a single outcome throughout."],
     )
     return summary, kappa
 
 
 def _scores_table(batch: Batch, data: PreferenceData, *, n_resamples: int, seed: int) -> Table:
-    order = list(dict.fromkeys([*label_order(data.judgments), *(s.label for s in data.scores)]))
+    scores = sorted(data.scores, key=_score_key)
     summaries = {
-        d: summarize_ratings(((s.label, s.value(d)) for s in data.scores if s.value(d) is not None),
+        # (label, score, item): the CI resamples items, since the raters of one item score the same responses.
+        d: summarize_ratings(((s.label, s.value(d), s.item) for s in scores if s.value(d) is not None),
                              n_resamples=n_resamples, seed=seed)
         for d in DIMENSIONS
     }
     rows = []
-    for label in order:
+    for label in sorted({s.label for s in data.scores}, key=name_key):
         counts = [summaries[d][label].count for d in DIMENSIONS if label in summaries[d]]
         if not counts:
             continue
         row: list = [label, max(counts)]
         for d in DIMENSIONS:
             summary = summaries[d].get(label)
-            row += [round_half_up(summary.mean, 2), _ci_text(summary.ci)] if summary else [None, None]
+            row += [round_half_up(summary.mean, 2), *_bounds(summary.ci)] if summary else [None, None, None]
         rows.append(row)
+    columns = ["Model", "Ratings"]
+    for d in DIMENSIONS:
+        name = d.capitalize()
+        columns += [name, f"{name} 95% CI low", f"{name} 95% CI high"]
     return Table(
         title=f"Candidate scores (1-5) per model — {batch.name}",
-        columns=["Model", "Ratings", "Helpfulness", "Helpfulness 95% CI", "Faithfulness", "Faithfulness 95% CI",
-                 "Ethics", "Ethics 95% CI"],
+        columns=columns,
         rows=rows,
-        notes=[f"Mean of final ratings; 95% CI by percentile bootstrap over ratings ({n_resamples} resamples, "
-               f"seed {seed}).", *_source_notes(data)],
+        notes=[f"Mean of final ratings (two decimals, rounded half up); 95% CI by percentile bootstrap over items: "
+               f"all ratings of an item's responses are resampled together, since several raters score the same "
+               f"responses ({n_resamples} resamples, seed {seed}).", f"{MODEL_ORDER_NOTE}.",
+               *_source_notes(data)],
     )
+
+
+def _score_key(score: CandidateScore) -> tuple:
+    return name_key(score.item), name_key(score.rater), name_key(score.label)
 
 
 def preference_report(batch: Batch, *, n_resamples: int = 2000, seed: int = 0) -> PreferenceReport:
@@ -181,12 +211,17 @@ def check_preference_export(name: str, fmt: str) -> None:
                                code="bad_format")
 
 
-def preference_export(batch: Batch, name: str, fmt: str) -> Export:
-    """One table of the report as a file (csv, md, json or tex)."""
-    check_preference_export(name, fmt)
+def preference_table(batch: Batch, name: str) -> Table:
+    """One table of the report (a 400 before any final ranking): what the batch exports ``preference-<name>``."""
     report = preference_report(batch)
     if not report.data.rankings:
         raise ApplicationError(f"Batch {batch.name!r} has no final rankings to report yet.", code="no_rankings")
-    table = report.tables()[name]
+    return report.tables()[name]
+
+
+def preference_export(batch: Batch, name: str, fmt: str) -> Export:
+    """One table of the report as a file (csv, md, json or tex), byte for byte the batch's ``preference-<name>``
+    export."""
+    check_preference_export(name, fmt)
     return Export(export_filename(batch, f"preference-{name}", fmt), CONTENT_TYPES[fmt],
-                  render(table, fmt).encode())
+                  render(preference_table(batch, name), fmt).encode())

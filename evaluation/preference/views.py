@@ -1,4 +1,5 @@
-"""Researcher pages of a preference batch's report (reached from the batch's report page), and its downloads."""
+"""Researcher pages of a preference batch's report (reached from the batch's report page), its downloads, and the
+preference section of the batch's report page (``report_sections``, registered with the batch kinds)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from annotate.errors import ApplicationError
+from annotate.models import Assignment, Batch, Conversation, Ranking
 from annotate.people.access import batch_for_researcher, researcher_required
 from evaluation.exports.renderers.html import html_table
 from evaluation.exports.responses import export_response
 from evaluation.preference.reports import (
     PREFERENCE_FORMATS,
     PREFERENCE_TABLES,
+    RAW_EXPORTS,
     preference_export,
     preference_report,
 )
@@ -29,6 +32,25 @@ TABLE_EMPTY = {
     "kappa": "No comparison was judged by two or more raters yet.",
     "scores": "No final candidate scores yet.",
 }
+
+
+def report_sections(batch: Batch) -> dict:
+    """The batch report page's preference section (StudyKind.report_sections): its progress in judgments (items,
+    final rankings against the K per item needed, raters, skips, items being rated now) and the way to its tables
+    and raw exports. Six counts."""
+    conversations = Conversation.objects.filter(batch=batch).count()
+    rankings = Ranking.objects.filter(conversation__batch=batch, is_final=True)
+    assignments = Assignment.objects.filter(work_item__batch=batch)
+    needed = conversations * batch.overlap
+    done = rankings.count()
+    active = assignments.filter(status=Assignment.Status.ACTIVE).count()
+    return {"preference": {
+        "items": conversations, "rated_items": rankings.values("conversation").distinct().count(),
+        "rankings": done, "needed": needed, "in_progress": active, "left": max(0, needed - done - active),
+        "raters": rankings.values("annotator").distinct().count(),
+        "skips": assignments.filter(status=Assignment.Status.SKIPPED).count(),
+        "page": reverse("research-preferences", args=[batch.id]),
+    }}
 
 
 @researcher_required
@@ -48,6 +70,9 @@ def preference_report_page(request, batch_id: int):
         "downloads": [{"name": name, "links": [(fmt, reverse("research-preference-export", args=[batch.id, name, fmt]))
                                                for fmt in PREFERENCE_FORMATS]}
                       for name in PREFERENCE_TABLES],
+        "raw": [{"name": name, "links": [(fmt, reverse("research-export", args=[batch.id, name, fmt]))
+                                         for fmt in formats]}
+                for name, formats in RAW_EXPORTS],
     })
 
 

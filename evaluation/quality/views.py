@@ -1,4 +1,5 @@
-"""Researcher page: per-annotator quality of a batch (speed flags, leak warnings, skips, gold accuracy).
+"""Researcher page: per-annotator quality of a batch (speed flags, leak warnings, skips, gold accuracy), or the
+measures its kind of study registers (evaluation.kinds: StudyKind.quality).
 
 It is the one page that shows whether an annotator's stated answers were right: researchers only."""
 
@@ -7,12 +8,16 @@ from __future__ import annotations
 from django.shortcuts import render
 
 from annotate.people.access import batch_for_researcher, researcher_required
+from evaluation.kinds import kind_of
 from evaluation.quality.selectors import FAST_ROUND_MS, FAST_SESSION_FRACTION, GOLD_CHECK_TYPES, batch_quality
 
 
 @researcher_required
 def batch_quality_page(request, batch_id: int):
     batch = batch_for_researcher(request.user, batch_id)  # members and admins; others get 404
+    if (own := kind_of(batch).quality) is not None:  # a kind of study with its own measures (preference)
+        context = own(batch)
+        return render(request, context.pop("template"), {**context, "batch": batch})
     return render(request, "annotate/quality.html", {
         "quality": batch_quality(batch),
         "batch": batch,

@@ -2,6 +2,8 @@
 // The form is server-rendered and works without this script; this adds autosave through the API, the keys
 // 1-5 on the focused turn, Ctrl+Enter, a lease heartbeat, a client request id so a retried final save
 // never counts twice, and skipping with a reason through the API (then on to the next item).
+// Preference items add a place per candidate (1 = best, equal places tie) that makes the ranking, a live
+// summary of it, a warning when it contradicts the scores, and one short message for what a save lacks.
 (function () {
   "use strict";
   const form = document.getElementById("rating-form");
@@ -11,6 +13,9 @@
   const isPreference = form.dataset.kind === "preference";
   const dims = isPreference ? ["helpfulness", "faithfulness", "ethics"] : ["score"];
   const turns = Array.from(form.querySelectorAll("li.turn[data-rateable]"));
+  const ranks = Array.from(form.querySelectorAll("fieldset.rank"));
+  const reasonsRequired = form.dataset.reasonsRequired === "1";
+  const dimNames = {helpfulness: gettext("helpfulness"), faithfulness: gettext("faithfulness"), ethics: gettext("ethics")};
   const errorBox = $("form-error");
   const status = $("draft-status");
   let draftTimer = null;
@@ -42,8 +47,60 @@
       return row;
     });
     const body = {ratings: ratings, final: final, client_request_id: final ? $("client-request-id").value : ""};
-    if (isPreference) body.ranking = $("ranking").value;
+    if (isPreference) body.ranking = rankingText();
     return body;
+  }
+
+  // --- preference: the ranking from each candidate's place ---------------------------------------------------
+
+  function place(fieldset) {
+    const input = fieldset.querySelector("input.rank-radio:checked");
+    return input ? Number(input.value) : null;
+  }
+
+  // Places to "2>1=3": candidates in order of place, equal places joined by "="; "" until every one has a place.
+  function rankingText() {
+    if (!ranks.length) return "";
+    const places = ranks.map((fs) => ({candidate: Number(fs.dataset.candidate), place: place(fs)}));
+    if (places.some((p) => p.place === null)) return "";
+    const levels = Array.from(new Set(places.map((p) => p.place))).sort((a, b) => a - b);
+    return levels.map((level) => places.filter((p) => p.place === level).map((p) => p.candidate).join("=")).join(">");
+  }
+
+  function candidateScores(li) {
+    const index = Number(li.dataset.index);
+    const values = dims.map((dim) => checked(index, dim));
+    return values.some((v) => v === null) ? null : values;
+  }
+
+  // Pairs where the ranking puts a candidate above another whose scores are at least as high on every dimension
+  // and higher on one (the server's ranking_contradictions, for the live warning).
+  function contradictions() {
+    const found = [];
+    turns.forEach((liA, a) => {
+      turns.forEach((liB, b) => {
+        const above = place(ranks[a]), below = place(ranks[b]);
+        if (above === null || below === null || above >= below) return;
+        const mine = candidateScores(liA), theirs = candidateScores(liB);
+        if (!mine || !theirs) return;
+        if (theirs.every((t, k) => t >= mine[k]) && theirs.some((t, k) => t > mine[k])) {
+          found.push(interpolate(gettext("your ranking puts candidate %(above)s above candidate %(below)s, whose scores are at least as high on every dimension and higher on one"),
+                                 {above: a + 1, below: b + 1}, true));
+        }
+      });
+    });
+    return found;
+  }
+
+  function showRanking() {
+    if (!ranks.length) return;
+    const text = rankingText();
+    $("ranking").value = text;
+    $("ranking-text").textContent = text ? text.replace(/>/g, " > ").replace(/=/g, " = ") : $("ranking-text").dataset.none;
+    const warning = $("ranking-warning");
+    const found = contradictions();
+    warning.textContent = found.length ? interpolate(gettext("Check: %(what)s."), {what: found.join("; ")}, true) : "";
+    warning.hidden = !found.length;
   }
 
   function showError(message) {
@@ -86,16 +143,50 @@
     }
   }
 
+  function mark(element, isMissing) {
+    element.classList.toggle("missing", isMissing);
+    element.setAttribute("aria-invalid", isMissing ? "true" : "false");
+  }
+
   function missingControls() {
     const missing = [];
     form.querySelectorAll("fieldset.rating").forEach((fs) => {
-      const index = fs.dataset.turn;
-      const hasValue = checked(index, fs.dataset.dim) !== null;
-      fs.classList.toggle("missing", !hasValue);
-      fs.setAttribute("aria-invalid", hasValue ? "false" : "true");
+      const hasValue = checked(fs.dataset.turn, fs.dataset.dim) !== null;
+      mark(fs, !hasValue);
       if (!hasValue) missing.push(fs);
     });
     return missing;
+  }
+
+  // Preference: what each candidate lacks (scores, reason) and the ranking, in one short sentence; the controls
+  // to fill are marked and the first gets the focus.
+  function preferenceMissing() {
+    const parts = [];
+    const targets = [];
+    turns.forEach((li, k) => {
+      const lacking = [];
+      li.querySelectorAll("fieldset.rating").forEach((fs) => {
+        const hasValue = checked(fs.dataset.turn, fs.dataset.dim) !== null;
+        mark(fs, !hasValue);
+        if (!hasValue) { lacking.push(dimNames[fs.dataset.dim]); targets.push(fs); }
+      });
+      const reason = $(`comment-${li.dataset.index}`);
+      const noReason = reasonsRequired && !reason.value.trim();
+      mark(reason, noReason);
+      if (noReason) { lacking.push(gettext("reason")); targets.push(reason); }
+      if (lacking.length) parts.push(interpolate(gettext("candidate %(number)s (%(what)s)"), {number: k + 1, what: lacking.join(", ")}, true));
+    });
+    const unplaced = ranks.filter((fs) => place(fs) === null);
+    ranks.forEach((fs) => mark(fs, place(fs) === null));
+    if (unplaced.length) { parts.push(gettext("the ranking")); targets.push(unplaced[0]); }
+    if (!parts.length) return null;
+    const listed = parts.length === 1 ? parts[0]
+      : interpolate(gettext("%(items)s and %(last)s"), {items: parts.slice(0, -1).join(", "), last: parts[parts.length - 1]}, true);
+    return {message: interpolate(gettext("Complete before saving: %(missing)s."), {missing: listed}, true), first: targets[0]};
+  }
+
+  function focusTarget(target) {
+    if (target.matches("fieldset")) focusGroup(target); else target.focus();
   }
 
   function describe(fs) {
@@ -106,7 +197,13 @@
 
   async function saveFinal() {
     if (saving) return;
-    const missing = missingControls();
+    const lacking = isPreference ? preferenceMissing() : null;
+    if (lacking) {
+      showError(lacking.message);
+      focusTarget(lacking.first);
+      return;
+    }
+    const missing = isPreference ? [] : missingControls();
     if (missing.length) {
       showError(interpolate(gettext("Score every rated turn before saving. Missing: %(missing)s."), {missing: missing.map(describe).join("; ")}, true));
       focusGroup(missing[0]);
@@ -157,11 +254,12 @@
     }
   });
 
-  // Keys 1-5 score the turn whose rating control has the focus; typing in a comment is left alone.
+  // Keys 1-5 score the turn whose rating control has the focus (1-9: a candidate's place in the ranking); typing
+  // in a comment is left alone.
   form.addEventListener("keydown", (event) => {
-    const fieldset = event.target.closest && event.target.closest("fieldset.rating");
+    const fieldset = event.target.closest && event.target.closest("fieldset.rating, fieldset.rank");
     if (!fieldset || event.ctrlKey || event.metaKey || event.altKey) return;
-    if (!/^[1-5]$/.test(event.key)) return;
+    if (!/^[1-9]$/.test(event.key)) return;
     const input = fieldset.querySelector(`input[type=radio][value="${event.key}"]`);
     if (!input) return;
     event.preventDefault();
@@ -191,14 +289,12 @@
   });
 
   form.addEventListener("change", (event) => {
-    if (event.target.matches("input[type=radio]")) {
-      const fs = event.target.closest("fieldset.rating");
-      fs.classList.remove("missing");
-      fs.setAttribute("aria-invalid", "false");
-    }
+    if (event.target.matches("input[type=radio]")) mark(event.target.closest("fieldset"), false);
+    showRanking();
     saveDraftSoon();
   });
   form.addEventListener("input", (event) => {
+    if (event.target.matches("textarea.comment") && event.target.value.trim()) mark(event.target, false);
     if (event.target.matches("textarea, input[type=text]")) saveDraftSoon();
   });
   form.addEventListener("submit", (event) => {
@@ -269,6 +365,8 @@
 
   // Keep the reservation while the page is open (the lease is a few minutes).
   setInterval(() => { post(form.dataset.heartbeatUrl).catch(() => {}); }, 60000);
+
+  showRanking();
 
   // Start on the first turn that still needs a score.
   const first = Array.from(form.querySelectorAll("fieldset.rating")).find((fs) => checked(fs.dataset.turn, fs.dataset.dim) === null)

@@ -45,7 +45,7 @@ def test_cost_per_model_from_usage_and_prices():
     call_command("export_tables", "--batch", batch.name, "--table", "costs", "--format", "csv", stdout=out)
     rows = out.getvalue().splitlines()
     assert rows[0] == "Model,Calls,Calls without usage,Prompt tokens,Completion tokens,Cost"
-    assert rows[1:3] == ["Priced,3,0,3000,600,0.0135", "unpriced,3,3,0,0,-"]
+    assert rows[1:3] == ["Priced,3,0,3000,600,0.0135", "unpriced,3,3,0,0,"]  # no price: no cost (empty)
 
 
 def test_a_reached_budget_starts_no_new_session_and_the_researcher_is_told(client, api_client, researcher):

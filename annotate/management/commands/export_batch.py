@@ -20,6 +20,11 @@ class Command(BaseCommand):
         batch = Batch.objects.filter(name=opts["batch"]).first()
         if batch is None:
             raise CommandError(f"No batch named {opts['batch']!r}.")
+        if batch.kind == Batch.Kind.PREFERENCE:
+            raise CommandError(
+                f"Batch {batch.name!r} is a preference batch; this command writes InterFeedback tasks. Its judgments: "
+                f"export_tables --batch {batch.name} --table preference-responses --format jsonl (or csv), "
+                f"--table preference-dpo --format jsonl; everything at once: export_bundle --batch {batch.name}.")
         try:
             result = batch_export_interfeedback(batch=batch, path=opts["out"])
         except ApplicationError as error:

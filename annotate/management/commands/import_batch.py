@@ -58,6 +58,9 @@ class Command(BaseCommand):
         parser.add_argument("--allow-repeat-tasks", action="store_true", default=None,
                             help="serve a task again to an annotator with another model while they have not seen "
                                  "its answer (default: each annotator gets each task once)")
+        parser.add_argument("--reasons-optional", dest="reasons_required", action="store_const", const=False,
+                            default=None, help="preference batches: a final save needs no reason per candidate "
+                                               "(default: a reason for every candidate is required)")
         parser.add_argument("--templates", help="JSON file of prompt templates")
         parser.add_argument("--instructions", help="Markdown file shown to annotators at the top of every item")
         parser.add_argument("--researchers", help="usernames who may read the batch (a,b), or '*' for every researcher")
@@ -89,7 +92,7 @@ class Command(BaseCommand):
                     "researchers": opts["researchers"], "annotators": opts["annotators"], "category_order": opts["category_order"],
                     "budget": opts["budget"], "seed": opts["seed"],
                     "skips_count_toward_share": opts["skips_count_toward_share"],
-                    "max_counted_skips": opts["max_counted_skips"]}
+                    "max_counted_skips": opts["max_counted_skips"], "reasons_required": opts["reasons_required"]}
         if opts["templates"]:
             try:
                 settings["prompt_templates"] = Path(opts["templates"]).read_text(encoding="utf-8")

@@ -33,7 +33,10 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def csv_cell(cell: Cell) -> str:
     """A cell as CSV text that no spreadsheet runs: text starting like a formula gets a leading apostrophe, which
-    spreadsheets show as text. Numbers (-0.5 is one) and the undefined cell's "-" are left as they are."""
+    spreadsheets show as text; numbers (-0.5 is one) stay numbers. An undefined cell is empty (what pandas, R and
+    spreadsheets read as missing), not the "-" the text formats print, which makes a column of numbers text."""
+    if cell is None:
+        return ""
     text = cell_text(cell)
     if isinstance(cell, str) and text.startswith(FORMULA_STARTS) and text != UNDEFINED:
         return "'" + text

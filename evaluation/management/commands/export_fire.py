@@ -37,6 +37,12 @@ class Command(BaseCommand):
         batch = Batch.objects.filter(name=opts["batch"]).first()
         if batch is None:
             raise CommandError(f"No batch named {opts['batch']!r}.")
+        if batch.kind == Batch.Kind.PREFERENCE:
+            raise CommandError(
+                f"Batch {batch.name!r} is a preference batch, not a FIRE batch. Its judgments: export_tables --batch "
+                f"{batch.name} --table preference-responses --format jsonl|csv (per response, every rater's scores, "
+                "reasons and ranking) or --table preference-dpo --format jsonl (chosen/rejected pairs); its tables: "
+                "--table preference-pairs|preference-agreement|preference-kappa|preference-scores.")
         if batch.kind != Batch.Kind.FIRE:
             raise CommandError(f"Batch {batch.name!r} is a {batch.get_kind_display()} batch, not a FIRE batch.")
         fmt, what = opts["format"], opts["what"]

@@ -91,7 +91,7 @@ def test_export_tables_takes_any_finished_run_of_the_batch(bench_batch, capsys):
                                       dispatch=False)
     run_all(later)
     latest = export(capsys, "--batch", "bench-known", "--table", "bench", "--format", "csv")
-    assert latest.splitlines()[1:] == ["r-one,6.3,15,3,-,66.7"]  # the latest finished run: simple only, p-two
+    assert latest.splitlines()[1:] == ["r-one,6.3,15,3,,66.7"]  # the latest finished run: simple only, p-two (no Detail: empty)
     chosen = export(capsys, "--batch", "bench-known", "--table", "bench", "--format", "csv", "--run", str(first.pk))
     assert chosen.splitlines()[1] == ",".join(str(c) for c in EXPECTED[0])
     assert export(capsys, "--table", "bench", "--format", "csv", "--run", str(first.pk)) == chosen  # batch optional

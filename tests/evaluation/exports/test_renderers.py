@@ -66,7 +66,7 @@ def test_csv_quotes_and_prints_decimals_exactly():
     assert rows == [
         ["Model", "Visual Logic", "Average"],
         ["gpt-4o", "21.3", "18.8"],
-        ['claude|3.5, "sonnet"', "-", "7"],
+        ['claude|3.5, "sonnet"', "", "7"],  # undefined: empty, what a spreadsheet or pandas reads as missing
     ]
 
 

@@ -162,7 +162,8 @@ def test_accuracy_table_markdown_and_csv_cell_by_cell():
     assert cells[0] == expected[0]
     assert cells[1] == ["---", "---:", "---:", "---:"]
     assert cells[2:] == expected[1:]
-    assert render(table, "csv").splitlines() == [",".join(row) for row in expected]
+    # CSV leaves an undefined cell empty.
+    assert render(table, "csv").splitlines() == [",".join("" if c == "-" else c for c in row) for row in expected]
 
 
 def test_correction_rate_table_markdown_and_csv_cell_by_cell():
@@ -184,7 +185,8 @@ def test_correction_rate_table_markdown_and_csv_cell_by_cell():
     cells = _markdown_cells(render(table, "md"))
     grouped = [[row[0] if index % 3 == 0 else "", *row[1:]] for index, row in enumerate(expected[1:])]
     assert [cells[0], *cells[2:]] == [expected[0], *grouped]
-    assert render(table, "csv").splitlines() == [",".join(row) for row in expected]
+    # CSV leaves an undefined cell empty.
+    assert render(table, "csv").splitlines() == [",".join("" if c == "-" else c for c in row) for row in expected]
 
 
 def test_tables_follow_the_requested_model_and_category_order():
@@ -245,7 +247,7 @@ def test_bench_summaries_and_table():
     assert table.columns == ["Receiver", "Provider", "Acc (%)", "#Neg", "#Test", "Detail (%)", "Simple (%)"]
     assert render(table, "csv").splitlines()[1:] == [
         "R,P,33.3,4,3,66.7,66.7",  # 1/3 -> 33.3; 2/3 -> 66.7
-        "R,Q,0.0,1,0,-,-",  # empty test set -> undefined rates
+        "R,Q,0.0,1,0,,",  # empty test set -> undefined rates (empty in CSV)
     ]
 
 

@@ -112,7 +112,7 @@ def test_table_downloads(token_client, batch):
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
     assert 'filename="pilot-study-accuracy.csv"' in response["Content-Disposition"]
-    assert list(csv.reader(io.StringIO(response.content.decode())))[1] == ["model-a", "-", "21.3", "21.3"]
+    assert list(csv.reader(io.StringIO(response.content.decode())))[1] == ["model-a", "", "21.3", "21.3"]
     md = token_client.get(f"/api/batches/{batch.id}/tables/correction.md", {"model": "model-b"})
     assert "| model-b | 1 | 13.3 | 13.3 |" in md.content.decode()
     png = token_client.get(f"/api/batches/{batch.id}/tables/fig4.png")

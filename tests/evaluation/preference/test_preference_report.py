@@ -113,23 +113,32 @@ def test_pairs_table(batch):
 def test_agreement_tables(batch):
     report = preference_reports.preference_report(batch)
     # Comparisons judged by both raters: p1 (1,2) +1/-1, (1,3) +1/0, (2,3) +1/+1; p2 (1,2) -1/+1: 1 of 4 agree.
-    # Kappa (quadratic over -1, 0, +1) of r1 (+1, +1, +1, -1) against r2 (-1, 0, +1, +1): observed weighted
-    # disagreement (1 + 1/4 + 0 + 1) / 4 = 9/16, expected 24/64 = 3/8, kappa = 1 - (9/16) / (3/8) = -0.5.
+    # Kappa (quadratic over -1, 0, +1), each comparison as coded and mirrored: r1 (+1, +1, +1, -1) and its mirror
+    # (-1, -1, -1, +1) against r2 (-1, 0, +1, +1) and (+1, 0, -1, -1): observed weighted disagreement
+    # 2 * (1 + 1/4 + 0 + 1) / 8 = 9/16; marginals r1 (1/2, 0, 1/2), r2 (3/8, 1/4, 3/8): expected
+    # 2 * 1/2 * (1/4 * 1/4 + 3/8 * 1) = 7/16; kappa = 1 - (9/16) / (7/16) = -2/7.
     rows = {row[0]: row for row in report.agreement.rows}
     assert rows["All raters"][:4] == ["All raters", 2, 4, Decimal("25.0")]
-    assert rows["All raters"][5] == Decimal("-0.500")
-    assert rows["ann-r1"] == ["ann-r1", 2, 4, Decimal("25.0"), None, Decimal("-0.500")]
-    assert rows["ann-r2"] == ["ann-r2", 2, 4, Decimal("25.0"), None, Decimal("-0.500")]
+    assert rows["All raters"][5] == Decimal("-0.286")
+    assert rows["ann-r1"] == ["ann-r1", 2, 4, Decimal("25.0"), None, Decimal("-0.286")]
+    assert rows["ann-r2"] == ["ann-r2", 2, 4, Decimal("25.0"), None, Decimal("-0.286")]
     assert rows["All raters"][4] is not None and rows["All raters"][4] < 0  # alpha: they mostly disagree
-    assert report.kappa.rows == [["ann-r1", "ann-r2", 4, Decimal("25.0"), Decimal("-0.500")]]
+    assert report.kappa.rows == [["ann-r1", "ann-r2", 4, Decimal("25.0"), Decimal("-0.286")]]
 
 
 def test_scores_table(batch):
     table = preference_reports.preference_report(batch).scores
-    assert {row[0]: (row[1], row[2], row[4], row[6]) for row in table.rows} == EXPECTED_MEANS
+    assert table.columns == ["Model", "Ratings", "Helpfulness", "Helpfulness 95% CI low", "Helpfulness 95% CI high",
+                             "Faithfulness", "Faithfulness 95% CI low", "Faithfulness 95% CI high", "Ethics",
+                             "Ethics 95% CI low", "Ethics 95% CI high"]
+    assert {row[0]: (row[1], row[2], row[5], row[8]) for row in table.rows} == EXPECTED_MEANS
     for row in table.rows:
-        low, high = (Decimal(x) for x in row[3].strip("[]").split(", "))
-        assert low <= row[2] <= high
+        for mean, low, high in (row[2:5], row[5:8], row[8:11]):
+            assert isinstance(low, Decimal) and low <= mean <= high
+    # gamma is in one item (p1): resampling items leaves nothing to vary, the interval is its mean. Resampling
+    # its two ratings (the old way) gave helpfulness [2.00, 4.00].
+    gamma = next(row for row in table.rows if row[0] == "gamma")
+    assert gamma[2:5] == [Decimal("3.00"), Decimal("3.00"), Decimal("3.00")]
 
 
 def test_records_without_models_are_compared_by_position(tmp_path, raters):
@@ -175,7 +184,7 @@ def test_api_report(token_client, batch, django_assert_max_num_queries):
     pairs = body["tables"]["pairs"]["rows"]
     assert [(r["Model A"], r["Model B"], r["A wins"], r["Ties"], r["B wins"], r["A win rate (%)"]) for r in pairs] == [
         ("alpha", "beta", 2, 0, 2, 50.0), ("alpha", "gamma", 1, 1, 0, 75.0), ("beta", "gamma", 2, 0, 0, 100.0)]
-    assert body["tables"]["kappa"]["rows"][0]["Kappa"] == -0.5
+    assert body["tables"]["kappa"]["rows"][0]["Kappa"] == -0.286
     assert body["exports"]["pairs"][0] == f"/api/batches/{batch.id}/preferences/pairs.csv"
     assert body["page"] == f"/research/batches/{batch.id}/preferences/"
 

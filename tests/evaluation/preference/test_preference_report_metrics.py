@@ -11,6 +11,8 @@ from evaluation.preference.metrics import (
     PairJudgment,
     RankedJudgment,
     bootstrap_win_rate_ci,
+    label_order,
+    name_key,
     pair_judgments,
     pairwise_win_rates,
     preference_agreement,
@@ -109,18 +111,86 @@ def test_agreement_on_comparisons_with_two_or_more_raters():
 def test_kappa_and_alpha():
     result = preference_agreement(pair_judgments(AGREEMENT))
     kappas = {(p.rater_a, p.rater_b): p.kappa for p in result.per_pair}
-    # r1 gives +1 on all three: observed = expected disagreement, kappa 0. r2 (+1, +1, 0) against r3 (-1, +1, +1)
-    # with weights (i - j)^2 / 4 over -1, 0, +1: observed (1 + 0 + 1/4) / 3 = 5/12, expected 11/36,
-    # kappa = 1 - (5/12) / (11/36) = -4/11.
-    assert kappas[("r1", "r2")] == pytest.approx(0.0, abs=1e-12)
-    assert kappas[("r1", "r3")] == pytest.approx(0.0, abs=1e-12)
-    assert kappas[("r2", "r3")] == pytest.approx(-4 / 11)
+    # Each comparison counts twice, as judged and mirrored (outcome negated); quadratic weights (i - j)^2 / 4 over
+    # -1, 0, +1. r1 (+1, +1, +1) and r2 (+1, +1, 0) give pairs (1,1) (1,1) (1,0) and their mirrors: observed
+    # (1/4 + 1/4) / 6 = 1/12; marginals r1 (1/2, 0, 1/2), r2 (1/3, 1/3, 1/3): expected 5/12; kappa 1 - 1/5 = 0.8.
+    assert kappas[("r1", "r2")] == pytest.approx(0.8)
+    # r1 against r3 (-1, +1, +1): observed (1 + 1) / 6 = 1/3, marginals both (1/2, 0, 1/2): expected 1/2, 1/3.
+    assert kappas[("r1", "r3")] == pytest.approx(1 / 3)
+    # r2 against r3: observed (1 + 1/4) * 2 / 6 = 5/12, expected (1/3)(1/2 + 1/4 + 1/2) = 5/12: kappa 0.
+    assert kappas[("r2", "r3")] == pytest.approx(0.0, abs=1e-12)
     means = {r.rater: r.mean_kappa for r in result.per_rater}
-    assert means["r1"] == pytest.approx(0.0, abs=1e-12) and means["r2"] == pytest.approx(-2 / 11)
-    # Alpha against the krippendorff package on the raters x comparisons matrix built by hand.
+    assert means == pytest.approx({"r1": (0.8 + 1 / 3) / 2, "r2": 0.4, "r3": 1 / 6})
+    # Alpha against the krippendorff package on the raters x comparisons matrix built by hand, mirrors included.
     matrix = np.array([[1, 1, 1], [1, 1, 0], [-1, 1, 1]], dtype=float)
-    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal", value_domain=[-1, 0, 1])
+    expected = krippendorff.alpha(reliability_data=np.hstack([matrix, -matrix]), level_of_measurement="ordinal",
+                                  value_domain=[-1, 0, 1])
     assert result.alpha_ordinal == pytest.approx(expected)
+
+
+# Three models, one pair of them per item, each item showing its pair in its own order; two raters.
+# Comparisons in the canonical orientation (X < Y < Z): i1 X vs Y: +1, +1; i2 Y vs Z: +1, 0; i3 X vs Z (Z shown
+# first): +1, 0. Oriented by the first model the file shows instead, i3 first makes Z "A" of two comparisons:
+# alpha went from -0.25 to 0.583 and kappa from 0 to 0.571 with nothing rated differently.
+ROTATED = [
+    ranked("i1", "r1", "XY", (1,), (2,)), ranked("i1", "r2", "XY", (1,), (2,)),
+    ranked("i2", "r1", "YZ", (1,), (2,)), ranked("i2", "r2", "YZ", (1, 2)),
+    ranked("i3", "r1", "ZX", (2,), (1,)), ranked("i3", "r2", "ZX", (1, 2)),
+]
+
+
+def _flip(labels: str) -> str:
+    """The models renamed so that every pair changes orientation: X -> c, Y -> b, Z -> a."""
+    return labels.translate(str.maketrans("XYZ", "cba"))
+
+
+def _summary(judgments, back=lambda label: label):
+    """Alpha, each kappa, agreement and each model's win rate over each other model (names mapped back)."""
+    pairs = pair_judgments(judgments)
+    agreement = preference_agreement(pairs)
+    rates = {}
+    for result in pairwise_win_rates(pairs, n_resamples=200):
+        a, b = back(result.model_a), back(result.model_b)
+        rates[(a, b)], rates[(b, a)] = result.win_rate, 1 - result.win_rate
+    kappas = {(p.rater_a, p.rater_b): p.kappa for p in agreement.per_pair}
+    return agreement.alpha_ordinal, kappas, agreement.agreement, rates
+
+
+def test_agreement_and_win_rates_do_not_depend_on_record_order_or_names():
+    # Hand-derived, both orientations counted: comparisons (1,1) (1,0) (1,0) and mirrors (-1,-1) (-1,0) (-1,0):
+    # values -1, 0, +1 four times each (n = 12); coincidences o(-1,0) = o(0,-1) = o(0,1) = o(1,0) = 2; ordinal
+    # delta^2(-1,0) = delta^2(0,1) = (8 - 4)^2 = 16, delta^2(-1,1) = (12 - 4)^2 = 64. D_o = 8 * 16 = 128,
+    # D_e = 2 * (16*16 + 16*16 + 16*64) = 3072, alpha = 1 - 11 * 128 / 3072 = 13/24.
+    # Kappa r1 vs r2: observed 4 * 1/4 / 6 = 1/6; marginals r1 (1/2, 0, 1/2), r2 (1/6, 2/3, 1/6): expected
+    # 2 * 1/2 * (2/3 * 1/4 + 1/6 * 1) = 1/3; kappa = 1/2. Agreement: i1 only, 1 of 3.
+    # Win rates: X over Y 2/2, X over Z (1 + 1/2) / 2 = 3/4, Y over Z (1 + 1/2) / 2 = 3/4.
+    expected_rates = {("X", "Y"): Fraction(1), ("X", "Z"): Fraction(3, 4), ("Y", "Z"): Fraction(3, 4)}
+    expected_rates |= {(b, a): 1 - rate for (a, b), rate in expected_rates.items()}
+    alpha, kappas, agreement, rates = _summary(ROTATED)
+    assert alpha == pytest.approx(13 / 24)
+    assert kappas == {("r1", "r2"): pytest.approx(0.5)}
+    assert agreement == Fraction(1, 3)
+    assert rates == expected_rates
+
+    reordered = [ROTATED[i] for i in (4, 5, 0, 1, 2, 3)]  # i3 first: Z is the first model the file shows
+    assert _summary(reordered) == (pytest.approx(13 / 24), {("r1", "r2"): pytest.approx(0.5)}, Fraction(1, 3),
+                                   expected_rates)
+    renamed = [RankedJudgment(j.item, j.rater, tuple(_flip("".join(j.candidates))), j.groups) for j in ROTATED]
+    back = {"c": "X", "b": "Y", "a": "Z"}.__getitem__
+    assert _summary(renamed, back) == (pytest.approx(13 / 24), {("r1", "r2"): pytest.approx(0.5)},
+                                       Fraction(1, 3), expected_rates)
+
+
+def test_win_rate_intervals_do_not_depend_on_record_order():
+    forward = pairwise_win_rates(pair_judgments(ROTATED), n_resamples=300)
+    backward = pairwise_win_rates(pair_judgments(ROTATED[::-1]), n_resamples=300)
+    assert [(r.model_a, r.model_b, r.ci) for r in forward] == [(r.model_a, r.model_b, r.ci) for r in backward]
+
+
+def test_labels_sort_by_name_with_numbers_as_numbers():
+    judgments = [ranked("i", "r", ["Candidate 10", "Candidate 2", "beta", "Alpha"], (1, 2, 3, 4))]
+    assert label_order(judgments) == ["Alpha", "beta", "Candidate 2", "Candidate 10"]
+    assert sorted(["item-10", "item-9", "Item-1"], key=name_key) == ["Item-1", "item-9", "item-10"]
 
 
 def test_no_shared_comparisons_means_no_agreement():

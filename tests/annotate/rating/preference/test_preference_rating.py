@@ -7,11 +7,17 @@ from django.urls import reverse
 from annotate.errors import ApplicationError, Conflict
 from annotate.imports.batches import batch_import
 from annotate.imports.registry import IMPORTERS
-from annotate.models import Assignment, Batch, Ranking, Rating
+from annotate.models import Assignment, Batch, Ranking, Rating, User
 from annotate.queue.services import assignment_next
 from annotate.rating.fire.services import ratings_save
-from annotate.rating.preference.services import preference_save, ranking_parse
+from annotate.rating.preference.services import (
+    preference_save,
+    ranking_contradictions,
+    ranking_from_positions,
+    ranking_parse,
+)
 from tests.annotate.rating.fire.fire_data import write_images_dir, write_jsonl
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -88,7 +94,7 @@ def test_draft_then_final_save_completes_the_assignment(reserved, annotator):
     preference_save(annotator=annotator, conversation_id=reserved.id, ratings={0: {"helpfulness": 3}},
                     ranking="1>", final=False)
     assert Ranking.objects.get().ranking == "1>"
-    with pytest.raises(ApplicationError, match="missing candidate 1 faithfulness"):
+    with pytest.raises(ApplicationError, match=r"candidate 1 \(faithfulness, ethics, reason\), candidate 2"):
         preference_save(annotator=annotator, conversation_id=reserved.id, ratings={}, ranking="1>2=3",
                         client_request_id="x", final=True)
     with pytest.raises(ApplicationError, match="exactly once"):
@@ -128,3 +134,130 @@ def test_api_and_page(api_client, client, reserved, annotator):
     client.force_login(annotator)
     page = client.get(reverse("fire-rate", args=[reserved.id])).content.decode()
     assert "Candidate 3" in page and 'name="faithfulness-2"' in page and 'id="ranking"' in page
+
+
+# --- reasons and what a final save lacks -------------------------------------------------------------------
+
+
+def test_a_final_save_needs_a_reason_for_every_candidate(reserved, annotator):
+    """The page says "Give a reason for each candidate": an empty (or blank) reason is refused on the final save."""
+    blank = {i: {**FULL[i], "reason": "  " if i == 1 else FULL[i]["reason"]} for i in range(3)}
+    with pytest.raises(ApplicationError) as refused:
+        preference_save(annotator=annotator, conversation_id=reserved.id, ratings=blank, ranking="1>2=3",
+                        client_request_id="x", final=True)
+    assert refused.value.code == "incomplete"
+    assert refused.value.message == "Complete before saving: candidate 2 (reason)."
+    assert refused.value.extra["missing"] == ["candidate 2 reason"]
+    assert not Rating.objects.filter(is_final=True).exists() and not Ranking.objects.exists()
+    # A draft may lack anything; the reason typed later completes it.
+    preference_save(annotator=annotator, conversation_id=reserved.id, ratings=blank, ranking="", final=False)
+    preference_save(annotator=annotator, conversation_id=reserved.id, ratings={1: {"reason": "Misreads the axis."}},
+                    ranking="1>2=3", client_request_id="x", final=True)
+    assert Rating.objects.get(turn__index=1).comment == "Misreads the axis."
+
+
+def test_one_message_names_everything_missing_ranking_included(reserved, annotator):
+    ratings = {0: FULL[0], 1: {"helpfulness": 3, "faithfulness": 3, "ethics": 3, "reason": ""}, 2: {"ethics": 4}}
+    with pytest.raises(ApplicationError) as refused:
+        preference_save(annotator=annotator, conversation_id=reserved.id, ratings=ratings, ranking="",
+                        client_request_id="x", final=True)
+    assert refused.value.message == ("Complete before saving: candidate 2 (reason), candidate 3 (helpfulness, "
+                                     "faithfulness, reason) and the ranking.")
+    assert refused.value.extra["missing"] == ["candidate 2 reason", "candidate 3 helpfulness",
+                                              "candidate 3 faithfulness", "candidate 3 reason", "ranking"]
+
+
+def test_a_batch_may_make_reasons_optional(tmp_path, annotator):
+    report = batch_import(path=write_jsonl(tmp_path / "opt.jsonl", RECORDS[1:]), name="optional", kind="preference",
+                          settings={"overlap": 1, "reasons_required": False})
+    assert report.status == "imported", report.render()
+    batch = Batch.objects.get(name="optional")
+    assert batch.reasons_required is False
+    conversation = assignment_next(annotator=annotator).work_item.conversation
+    preference_save(annotator=annotator, conversation_id=conversation.id, ranking="2>1", client_request_id="x",
+                    ratings={i: {"helpfulness": 3, "faithfulness": 3, "ethics": 3} for i in range(2)}, final=True)
+    assert Ranking.objects.get().is_final
+    bad = batch_import(path=write_jsonl(tmp_path / "bad.jsonl", RECORDS[1:]), name="bad-setting",
+                       kind="preference", settings={"reasons_required": "no"})
+    assert "settings.reasons_required: must be true or false, got 'no'" in bad.render()
+
+
+def test_api_refuses_an_empty_reason(api_client, reserved, annotator):
+    api_client.force_authenticate(annotator)
+    url = reverse("api-conversation-preferences", args=[reserved.id])
+    body = {"ratings": [{"turn": i, **FULL[i], "reason": ""} for i in range(3)], "ranking": "1>2=3", "final": True,
+            "client_request_id": "api"}
+    response = api_client.post(url, body, format="json")
+    assert response.status_code == 400
+    assert response.json()["detail"] == ("Complete before saving: candidate 1 (reason), candidate 2 (reason) and "
+                                         "candidate 3 (reason).")
+    assert Assignment.objects.get(annotator=annotator).status == Assignment.Status.ACTIVE
+
+
+def test_the_page_without_javascript_refuses_an_empty_reason_and_ranks_by_positions(client, reserved, annotator):
+    client.force_login(annotator)
+    url = reverse("fire-rate", args=[reserved.id])
+    form = {"client_request_id": "form", **{f"{d}-{i}": "4" for i in range(3) for d in ("helpfulness", "faithfulness",
+                                                                                          "ethics")},
+            "rank-0": "2", "rank-1": "1", "rank-2": "2", "comment-0": "Fine.", "comment-1": "Best.", "comment-2": ""}
+    refused = client.post(url, form)
+    assert refused.status_code == 400 and "Complete before saving: candidate 3 (reason)." in refused.content.decode()
+    saved = client.post(url, {**form, "comment-2": "Vague."})
+    assert saved.status_code == 302
+    assert Ranking.objects.get(annotator=annotator).ranking == "2>1=3"
+
+
+@pytest.mark.parametrize("positions, text", [
+    ({1: 2, 2: 1, 3: 2}, "2>1=3"), ({1: 1, 2: 1}, "1=2"), ({1: 3, 2: 1, 3: 2}, "2>3>1"), ({1: 1, 2: None}, ""),
+    ({1: 1}, ""),
+])
+def test_ranking_from_positions(positions, text):
+    assert ranking_from_positions(positions, max(len(positions), 2)) == text
+
+
+@pytest.mark.parametrize("groups, scores, found", [
+    # 2 is ranked above 1, but 1 is at least as good everywhere and better in helpfulness.
+    ([[2], [1]], {1: (5, 4, 5), 2: (4, 4, 5)}, [(2, 1)]),
+    ([[1], [2]], {1: (5, 4, 5), 2: (4, 4, 5)}, []),
+    # Mixed scores (better helpfulness, worse faithfulness): either order is defensible.
+    ([[2], [1]], {1: (5, 3, 5), 2: (4, 4, 5)}, []),
+    # Equal scores, a strict order: no contradiction; a tie is never one.
+    ([[2], [1]], {1: (4, 4, 4), 2: (4, 4, 4)}, []), ([[1, 2]], {1: (5, 5, 5), 2: (1, 1, 1)}, []),
+    # Three candidates: 3 > 1 > 2 while 2 dominates both.
+    ([[3], [1], [2]], {1: (3, 3, 3), 2: (4, 4, 4), 3: (2, 2, 2)}, [(1, 2), (3, 1), (3, 2)]),
+])
+def test_ranking_contradictions(groups, scores, found):
+    assert ranking_contradictions(groups, scores) == found
+
+
+def test_researchers_read_every_raters_judgments_and_raters_only_their_own(api_client, tmp_path, annotator):
+    named = [dict(RECORDS[1], models=["gpt-4o", "llava"])]
+    report = batch_import(path=write_jsonl(tmp_path / "named.jsonl", named), name="named", kind="preference",
+                          settings={"overlap": 2})
+    assert report.status == "imported", report.render()
+    batch = Batch.objects.get(name="named")
+    other = UserFactory(username="bob", pseudonym="ann-bob")
+    for rater, ranking, final in ((annotator, "2>1", True), (other, "1=2", False)):
+        conversation = assignment_next(annotator=rater).work_item.conversation
+        preference_save(annotator=rater, conversation_id=conversation.id, ranking=ranking, client_request_id="c",
+                        final=final, ratings={i: {"helpfulness": 4, "faithfulness": 3 + i, "ethics": 5,
+                                                  "reason": f"{rater.username} {i}"} for i in range(2)})
+    url = reverse("api-conversation", args=[conversation.id])
+    researcher = UserFactory(username="rex", role=User.Role.RESEARCHER)
+    batch.members.add(researcher)
+    api_client.force_authenticate(researcher)
+    body = api_client.get(url).json()
+    assert body["models"] == ["gpt-4o", "llava"] and body["can_rate"] is False
+    assert [(j["rater"], j["ranking"], j["final"]) for j in body["judgments"]] == sorted(
+        [(annotator.pseudonym, "2>1", True), ("ann-bob", "1=2", False)])  # by pseudonym
+    bob = next(j for j in body["judgments"] if j["rater"] == "ann-bob")
+    assert bob["scores"] == [
+        {"candidate": 1, "turn": 0, "helpfulness": 4, "faithfulness": 3, "ethics": 5, "reason": "bob 0"},
+        {"candidate": 2, "turn": 1, "helpfulness": 4, "faithfulness": 4, "ethics": 5, "reason": "bob 1"}]
+    # A rater sees their own ratings only, never the others' or the models.
+    api_client.force_authenticate(other)
+    own = api_client.get(url).json()
+    assert "judgments" not in own and "models" not in own and own["ranking"] == "1=2"
+    # A researcher who is not a member: 404.
+    api_client.force_authenticate(UserFactory(username="stranger", role=User.Role.RESEARCHER))
+    assert api_client.get(url).status_code == 404
