@@ -42,7 +42,7 @@ def test_text_cells_that_start_a_formula_are_escaped_and_numbers_are_not():
     rows = rows_of(to_csv(table))
     assert [row["text"] for row in rows[:len(FORMULAS)]] == ["'" + text for text in FORMULAS]
     assert [row["number"] for row in rows] == ["-1"] * len(FORMULAS) + ["-0.5", "-2.25", "3"]
-    assert [row["text"] for row in rows[len(FORMULAS):]] == ["-", "-", "ok"]  # "-": undefined, or the text "-"
+    assert [row["text"] for row in rows[len(FORMULAS):]] == ["-", "", "ok"]  # the text "-" stays; undefined is empty
 
 
 def test_a_carriage_return_inside_a_cell_keeps_the_row_whole():
