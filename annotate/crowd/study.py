@@ -127,6 +127,9 @@ def study_settings_clean(raw: Any, *, name: str = "study") -> tuple[dict[str, An
             problems.append((f"{name}.bonus_rule", f"one of {', '.join(CrowdStudy.BonusRule.values)}"))
     if "bonus_amount" in raw:
         clean["bonus_amount"] = _amount(raw["bonus_amount"], f"{name}.bonus_amount", problems)
+    if "screening" in clean and (clean.get("screening_pass_mark") or 0) > len(clean["screening"]):
+        problems.append((f"{name}.screening_pass_mark", f"{clean['screening_pass_mark']} right answers asked of "
+                                                        f"{len(clean['screening'])} screening question(s)"))
     return clean, problems
 
 

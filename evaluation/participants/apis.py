@@ -52,7 +52,8 @@ class ParticipantSerializer(serializers.Serializer):
     decisions = DecisionSerializer(many=True, help_text="Newest first: the first is the one that counts")
 
 
-def _rows(batch) -> list[dict]:
+def participants_api_rows(batch) -> list[dict]:
+    """The table as the API and `participants --json` give it: each row with its every decision, newest first."""
     history = decision_history(batch)
     rows: list[ParticipantRow] = participants_table(batch)
     return [{**ParticipantSerializer(row).data,
@@ -63,7 +64,7 @@ class BatchParticipantsApi(APIView):
     @extend_schema(responses={200: ParticipantSerializer(many=True), **ERRORS}, tags=["research"],
                    summary="The batch's invited participants, with suggestions and every decision")
     def get(self, request, batch_id: int):
-        return Response(_rows(batch_for_researcher(request.user, batch_id)))
+        return Response(participants_api_rows(batch_for_researcher(request.user, batch_id)))
 
 
 class BatchParticipantDecisionsApi(APIView):

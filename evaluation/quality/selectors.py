@@ -198,9 +198,12 @@ def batch_quality(batch: Batch) -> BatchQuality:
 
 
 def _gold_accuracy(batch: Batch, row: Callable[[int], AnnotatorQuality]) -> None:
-    limit = CrowdStudy.objects.filter(batch=batch).values_list("max_attention_failures", flat=True).first() \
-        or PROLIFIC_FAILURES_TO_REJECT
-    for annotator_id, checks in attention_checks(batch).items():
+    checks_by_annotator = attention_checks(batch)
+    limit = PROLIFIC_FAILURES_TO_REJECT
+    if any(checks.failed for checks in checks_by_annotator.values()):  # the study's own limit, when it matters
+        limit = CrowdStudy.objects.filter(batch=batch).values_list("max_attention_failures", flat=True).first() \
+            or PROLIFIC_FAILURES_TO_REJECT
+    for annotator_id, checks in checks_by_annotator.items():
         r = row(annotator_id)
         r.gold_judged, r.gold_agreed, r.gold_unscored = checks.rounds_judged, checks.rounds_agreed, checks.rounds_unscored
         r.attention_checks, r.attention_failed, r.attention_limit = checks.checked, checks.failed, limit
