@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from annotate.people.access import batch_for_researcher
 from annotate.server.api_schema import errors
-from evaluation.participants.selectors import ParticipantRow, decision_history, participants_table
+from evaluation.participants.selectors import participants_table
 from evaluation.participants.services import (
     participants_decide,
     participants_mark_returned,
@@ -49,15 +49,13 @@ class ParticipantSerializer(serializers.Serializer):
     suggestion = serializers.CharField(help_text="approve, reject, or empty (none)")
     suggestion_reason = serializers.CharField()
     bonus = serializers.DecimalField(max_digits=12, decimal_places=2)
-    decisions = DecisionSerializer(many=True, help_text="Newest first: the first is the one that counts")
+    decisions = DecisionSerializer(source="history", many=True,
+                                   help_text="Newest first: the first is the one that counts")
 
 
 def participants_api_rows(batch) -> list[dict]:
     """The table as the API and `participants --json` give it: each row with its every decision, newest first."""
-    history = decision_history(batch)
-    rows: list[ParticipantRow] = participants_table(batch)
-    return [{**ParticipantSerializer(row).data,
-             "decisions": DecisionSerializer(history.get(row.participation.pk, []), many=True).data} for row in rows]
+    return ParticipantSerializer(participants_table(batch, with_history=True), many=True).data
 
 
 class BatchParticipantsApi(APIView):

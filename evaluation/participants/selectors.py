@@ -50,6 +50,7 @@ class ParticipantRow:
     suggestion_reason: str = ""
     decision: ParticipantDecision | None = None
     bonus: Decimal = Decimal("0.00")
+    history: list[ParticipantDecision] = field(default_factory=list)  # every decision, newest first (when asked)
 
     @property
     def pseudonym(self) -> str:
@@ -115,8 +116,8 @@ def bonus_for(study: CrowdStudy, completed: int, corrected: int) -> Decimal:
     return (amount * units).quantize(Decimal("0.01"))
 
 
-def participants_table(batch: Batch) -> list[ParticipantRow]:
-    """Every participant of the batch, in the order they joined."""
+def participants_table(batch: Batch, *, with_history: bool = False) -> list[ParticipantRow]:
+    """Every participant of the batch, in the order they joined; ``with_history``: with every decision."""
     study = study_of(batch)
     participations = list(Participation.objects.filter(batch=batch).select_related("user", "user__invite_link"))
     users = [p.user_id for p in participations]
@@ -145,6 +146,10 @@ def participants_table(batch: Batch) -> list[ParticipantRow]:
         row.suggestion, row.suggestion_reason = _suggest(row, limit)
         row.bonus = bonus_for(study, row.completed, row.corrected_sessions)
         rows.append(row)
+    if with_history:
+        history = decision_history(batch)
+        for row in rows:
+            row.history = history.get(row.participation.pk, [])
     return rows
 
 
