@@ -43,6 +43,7 @@ def test_the_participant_pages(browser, live_server, study, language):
     page = context.new_page()
     try:
         join(page, base, token, f"A11Y-{language}")
+        expect(page.locator("#consent-title")).to_have_text("开始之前" if language == "zh-hans" else "Before you start")
         assert_accessible(page, "consent")
         page.locator("#consent-agree").click()
         assert_accessible(page, "screening question")
