@@ -49,9 +49,10 @@ def participation_check(participation: Participation, study: CrowdStudy) -> None
 def participant_return(*, user: User, by: User | None = None) -> Participation:
     """The participant leaves the study (they press "Leave the study", or a researcher marks them returned from the
     platform's list). Conflict once they have finished or ended."""
-    participation = Participation.objects.select_related("user").filter(user=user).first()
-    if participation is None:
-        participation = Participation.objects.create(user=user, batch_id=user.crowd_batch_id)
+    if user.crowd_batch_id is None:
+        raise Conflict(_("Only participants invited to a study can leave it."))
+    participation, _created = Participation.objects.select_related("user").get_or_create(
+        user=user, defaults={"batch_id": user.crowd_batch_id})
     if not participation_end(participation, Participation.End.RETURNED, by=by):
         raise Conflict(_("This participant has already finished or left the study."))
     return participation

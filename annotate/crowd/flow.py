@@ -11,6 +11,7 @@ nothing more is served and their held items were freed. A study that asks nothin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -25,6 +26,9 @@ from annotate.queue.services import nothing_to_serve, open_items_count
 from annotate.shares import Share, participant_share
 
 ITEMS, POST_SURVEY, FINISHED = "items", "post_survey", "finished"
+__all__ = ["CONSENT", "ENDED", "FINISHED", "ITEMS", "POST_SURVEY", "PRE_SURVEY", "SCREENING", "STAGES", "ItemsProgress",
+           "ScreeningState", "Where", "items_progress", "participant_where", "participation_of", "screening_state",
+           "study_state"]
 STAGES = (CONSENT, SCREENING, PRE_SURVEY, ITEMS, POST_SURVEY, FINISHED, ENDED)
 
 
@@ -65,11 +69,11 @@ class Where:
         """The code this participant may be shown now: the completion code once finished, the study's code for
         their end (declined, screened out) once ended; else none."""
         if self.stage == FINISHED:
-            return self.participation.batch.completion_code
+            return str(self.participation.batch.completion_code)
         if self.stage == ENDED:
-            return {Participation.End.NO_CONSENT: self.study.no_consent_code,
-                    Participation.End.SCREENED_OUT: self.study.screened_out_code}.get(
-                self.participation.end_reason, "")
+            codes: dict[str, str] = {Participation.End.NO_CONSENT: self.study.no_consent_code,
+                                     Participation.End.SCREENED_OUT: self.study.screened_out_code}
+            return codes.get(str(self.participation.end_reason), "")
         return ""
 
 
@@ -157,6 +161,6 @@ def study_state(where: Where) -> dict[str, Any]:
         state["share"] = {"size": share.size, "completed": share.completed, "counted": share.counted,
                           "remaining": where.items.remaining}
     if study.time_limit_minutes and where.stage not in (FINISHED, ENDED):
-        deadline = participation.started_at + timezone.timedelta(minutes=study.time_limit_minutes)
+        deadline = participation.started_at + timedelta(minutes=study.time_limit_minutes)
         state["deadline"] = deadline.isoformat()
     return state

@@ -80,11 +80,13 @@ def _unknown_keys(raw: dict[str, Any], known: set[str], where: str, problems: Pr
 
 def screening_clean(value: Any, problems: Problems, name: str = "screening") -> list[dict[str, Any]]:
     """Checked screening questions; problems named ``screening[i].field``."""
-    clean, seen = [], set()
+    clean: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for index, raw in enumerate(_question_list(value, name, problems)):
         where = f"{name}[{index}]"
         _unknown_keys(raw, {"id", "text", "options", "answer", "explanation"}, where, problems)
-        question = {"id": _question_id(raw, index, where, seen, problems),
+        question: dict[str, Any] = {
+                    "id": _question_id(raw, index, where, seen, problems),
                     "text": _text(raw.get("text"), f"{where}.text", problems),
                     "options": _options(raw.get("options"), f"{where}.options", problems),
                     "explanation": _text(raw.get("explanation"), f"{where}.explanation", problems, required=False)}
@@ -119,7 +121,8 @@ def _number_field(raw: dict[str, Any], key: str, where: str, problems: Problems)
 
 def survey_clean(value: Any, problems: Problems, name: str) -> list[dict[str, Any]]:
     """Checked questionnaire questions; problems named ``<name>[i].field``."""
-    clean, seen = [], set()
+    clean: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for index, raw in enumerate(_question_list(value, name, problems)):
         where = f"{name}[{index}]"
         kind = raw.get("type")
@@ -136,7 +139,7 @@ def survey_clean(value: Any, problems: Problems, name: str) -> list[dict[str, An
         if kind == "likert":
             known |= {"scale", "labels"}
             question["scale"] = _int_field(raw, "scale", where, problems, 2, 11, 5)
-            labels = raw.get("labels", [])
+            labels: Any = raw.get("labels", [])
             if not isinstance(labels, list) or len(labels) not in (0, 2):
                 problems.append((f"{where}.labels", "two words: the low end's and the high end's"))
                 labels = []

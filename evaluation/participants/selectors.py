@@ -110,10 +110,10 @@ def _suggest(row: ParticipantRow, limit: int) -> tuple[str, str]:
 
 def bonus_for(study: CrowdStudy, completed: int, corrected: int) -> Decimal:
     """The bonus the study's rule gives for this work (paid only to approved participants)."""
-    rule, amount = study.bonus_rule, Decimal(study.bonus_amount)
-    units = {CrowdStudy.BonusRule.PER_ITEM: completed, CrowdStudy.BonusRule.PER_CORRECTED_SESSION: corrected,
-             CrowdStudy.BonusRule.FIXED: 1}.get(rule, 0)
-    return (amount * units).quantize(Decimal("0.01"))
+    units: dict[str, int] = {CrowdStudy.BonusRule.PER_ITEM: completed,
+                             CrowdStudy.BonusRule.PER_CORRECTED_SESSION: corrected, CrowdStudy.BonusRule.FIXED: 1}
+    amount = Decimal(str(study.bonus_amount)) * units.get(str(study.bonus_rule), 0)
+    return amount.quantize(Decimal("0.01"))
 
 
 def participants_table(batch: Batch, *, with_history: bool = False) -> list[ParticipantRow]:
