@@ -56,35 +56,35 @@ class StudyStateApi(APIView):
 
 
 class StudyConsentApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class StudyConsentInputSerializer(serializers.Serializer):
         accept = serializers.BooleanField(help_text="true: I agree; false: I do not (the participation ends)")
 
-    @extend_schema(request=InputSerializer, responses={200: StudyStateSerializer, **ERRORS}, tags=["study"],
+    @extend_schema(request=StudyConsentInputSerializer, responses={200: StudyStateSerializer, **ERRORS}, tags=["study"],
                    summary="Accept or decline the study's consent")
     def post(self, request):
         user = _participant(request)
-        data = self.InputSerializer(data=request.data)
+        data = self.StudyConsentInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         return Response(study_state(steps.consent_answer(user=user, accept=data.validated_data["accept"])))
 
 
 class StudyScreeningApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class StudyScreeningInputSerializer(serializers.Serializer):
         question = serializers.CharField(max_length=64, help_text="The id of the question asked now")
         answer = serializers.CharField(max_length=200, help_text="One of its options, as written")
 
-    class OutputSerializer(serializers.Serializer):
+    class StudyScreeningOutputSerializer(serializers.Serializer):
         correct = serializers.BooleanField()
         tries_left = serializers.IntegerField(help_text="1 after a wrong first try: answer the same question again")
         explanation = serializers.CharField(help_text="Once the question is done with (right, or wrong twice)")
         passed = serializers.BooleanField(allow_null=True, help_text="The screening's result once decided")
         state = StudyStateSerializer()
 
-    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, **ERRORS}, tags=["study"],
+    @extend_schema(request=StudyScreeningInputSerializer, responses={200: StudyScreeningOutputSerializer, **ERRORS}, tags=["study"],
                    summary="Answer the screening question asked now (two tries each)")
     def post(self, request):
         user = _participant(request)
-        data = self.InputSerializer(data=request.data)
+        data = self.StudyScreeningInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         result = steps.screening_answer(user=user, question_id=data.validated_data["question"],
                                         answer=data.validated_data["answer"])
@@ -94,17 +94,17 @@ class StudyScreeningApi(APIView):
 
 
 class StudySurveyApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class StudySurveyInputSerializer(serializers.Serializer):
         answers = AnyObjectField(help_text="By question id: a point (likert), an option (single), a list of options "
                                            "(multiple), a number, a text; null or left out for an optional question")
 
-    @extend_schema(request=InputSerializer, responses={200: StudyStateSerializer, **ERRORS}, tags=["study"],
+    @extend_schema(request=StudySurveyInputSerializer, responses={200: StudyStateSerializer, **ERRORS}, tags=["study"],
                    summary="Answer the pre-study (pre) or post-study (post) questionnaire, once")
     def post(self, request, phase: str):
         user = _participant(request)
         if phase not in ("pre", "post"):
             raise NotFound("No such questionnaire: pre or post.")
-        data = self.InputSerializer(data=request.data)
+        data = self.StudySurveyInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         where = steps.survey_submit(user=user, phase=f"{phase}_survey", answers=data.validated_data["answers"])
         return Response(study_state(where))

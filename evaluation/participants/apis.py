@@ -66,25 +66,25 @@ class BatchParticipantsApi(APIView):
 
 
 class BatchParticipantDecisionsApi(APIView):
-    class InputSerializer(serializers.Serializer):
-        class One(serializers.Serializer):
+    class ParticipantDecisionsInputSerializer(serializers.Serializer):
+        class ParticipantDecisionInputSerializer(serializers.Serializer):
             participant = serializers.CharField(help_text="Platform id or pseudonym")
             decision = serializers.ChoiceField(choices=["approve", "reject"])
             reason = serializers.CharField(required=False, allow_blank=True, default="",
                                            help_text="Needed to reject (the platform shows it to them)")
 
-        decisions = One(many=True, required=False)
+        decisions = ParticipantDecisionInputSerializer(many=True, required=False)
         accept_suggestions = serializers.BooleanField(
             required=False, default=False, help_text="Every undecided participant gets the suggested decision")
 
-    class OutputSerializer(serializers.Serializer):
+    class ParticipantDecisionsOutputSerializer(serializers.Serializer):
         decided = serializers.IntegerField()
 
-    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, **ERRORS}, tags=["research"],
+    @extend_schema(request=ParticipantDecisionsInputSerializer, responses={200: ParticipantDecisionsOutputSerializer, **ERRORS}, tags=["research"],
                    summary="Approve or reject participants (each decision is kept: the latest counts)")
     def post(self, request, batch_id: int):
         batch = batch_for_researcher(request.user, batch_id)
-        data = self.InputSerializer(data=request.data)
+        data = self.ParticipantDecisionsInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         decided = 0
         if data.validated_data.get("decisions"):
@@ -96,18 +96,18 @@ class BatchParticipantDecisionsApi(APIView):
 
 
 class BatchParticipantsReturnedApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class ParticipantsReturnedInputSerializer(serializers.Serializer):
         participants = serializers.ListField(child=serializers.CharField(), allow_empty=False,
                                              help_text="Platform ids or pseudonyms the platform lists as returned")
 
-    class OutputSerializer(serializers.Serializer):
+    class ParticipantsReturnedOutputSerializer(serializers.Serializer):
         returned = serializers.IntegerField(help_text="Participations ended now (finished or ended ones are left)")
 
-    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, **ERRORS}, tags=["research"],
+    @extend_schema(request=ParticipantsReturnedInputSerializer, responses={200: ParticipantsReturnedOutputSerializer, **ERRORS}, tags=["research"],
                    summary="Mark participants as returned: their participation ends, their items are freed at once")
     def post(self, request, batch_id: int):
         batch = batch_for_researcher(request.user, batch_id)
-        data = self.InputSerializer(data=request.data)
+        data = self.ParticipantsReturnedInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         return Response({"returned": participants_mark_returned(batch=batch, ids=data.validated_data["participants"],
                                                                 by=request.user)})
