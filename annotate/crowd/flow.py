@@ -98,6 +98,9 @@ def participant_where(user: User, *, check: bool = True) -> Where:
     study = study_of(participation.batch)
     if check:
         participation_check(participation, study)
+    if participation.finished_at is not None and participation.ended_at is None:
+        # the code stays theirs, whatever the study asks of newcomers since
+        return Where(FINISHED, participation, study, items_progress(user, participation.batch))
     before = held_back(participation, study)
     if before is not None:
         return Where(before, participation, study)

@@ -182,3 +182,12 @@ def test_annotators_with_an_account_have_no_study_pages(client, annotator):
     for name in ("crowd-study", "crowd-consent", "crowd-screening", "crowd-leave"):
         assert client.get(reverse(name)).status_code == 404
     assert client.get(reverse("crowd-survey", args=["pre"])).status_code == 404
+
+
+def test_a_finished_participant_keeps_their_code_when_the_study_changes(client, batch):
+    user = join(client, batch)
+    finish(assignment_next(annotator=user))
+    assert "ALL-DONE" in client.get(reverse("crowd-done")).content.decode()
+    study_update(batch=batch, settings=STUDY)  # a consent, a screening, questionnaires for newcomers
+    assert "ALL-DONE" in client.get(reverse("crowd-done")).content.decode()
+    assert participant_where(user).stage == "finished"
