@@ -74,8 +74,9 @@ def consent(request):
     where = participant_where(request.user)
     if where.stage != CONSENT:
         return _to_step(where)
-    if request.method == "POST":
-        steps.consent_answer(user=request.user, accept=request.POST.get("answer") == "agree")
+    answer = request.POST.get("answer")
+    if request.method == "POST" and answer in ("agree", "decline"):  # anything else: the page again, nothing decided
+        steps.consent_answer(user=request.user, accept=answer == "agree")
         return redirect("crowd-study")
     return render(request, "annotate/crowd/consent.html", {
         "batch": where.participation.batch, "consent_html": markdown_to_html(where.study.consent_text)})

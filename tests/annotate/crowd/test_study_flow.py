@@ -131,6 +131,8 @@ def test_a_participant_screened_out_never_reaches_the_items(client, study_batch)
 
 def test_declining_the_consent_ends_politely_with_its_code(client, study_batch):
     user = join(client, study_batch)
+    client.post(reverse("crowd-consent"), {})  # neither button: nothing decided
+    assert Participation.objects.get(user=user).ended_at is None
     client.post(reverse("crowd-consent"), {"answer": "decline"})
     page = follow(client, reverse("home")).content.decode()
     assert "NO-CONSENT" in page and "did not agree" in page and "ALL-DONE" not in page
