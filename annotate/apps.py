@@ -7,3 +7,4 @@ class AnnotateConfig(AppConfig):
 
     def ready(self):
         from annotate.config import checks  # noqa: F401  (registers system checks)
+        from annotate.crowd import hooks  # noqa: F401  (ends participations after failed attention checks)

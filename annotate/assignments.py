@@ -25,8 +25,19 @@ def assignments_expire(*, now=None) -> int:
     expiring = Assignment.objects.filter(status=Assignment.Status.ACTIVE, lease_expires_at__lt=now)
     if not expiring.exists():  # the usual case on the next-item path: one indexed probe, no transaction
         return 0
+    return _expire(expiring, now)
+
+
+def assignments_release(*, annotator: User) -> int:
+    """Free at once every item the annotator holds, lease or not (a participant who returned a study or ran out of
+    its time): the items go back to the pool for others, their sessions are abandoned."""
+    return _expire(Assignment.objects.filter(annotator=annotator, status=Assignment.Status.ACTIVE), timezone.now(),
+                   skip_locked=False)  # waits for a request of theirs under way rather than miss its item
+
+
+def _expire(assignments, now, *, skip_locked: bool = True) -> int:
     with transaction.atomic():
-        expired = list(expiring.select_for_update(skip_locked=True).values_list("id", "work_item_id"))
+        expired = list(assignments.select_for_update(skip_locked=skip_locked).values_list("id", "work_item_id"))
         if not expired:
             return 0
         Assignment.objects.filter(id__in=[a for a, _ in expired]).update(

@@ -20,6 +20,7 @@ MODEL_CHECK = "annotate.tasks.model_config_check_job"
 MODELS_PROBE = "annotate.tasks.models_probe"
 MODEL_PROBE = "annotate.tasks.model_probe"
 BENCH_LANE = "annotate.tasks.bench_lane"
+PARTICIPATIONS_TIME_OUT = "annotate.tasks.participations_time_out"
 
 OUTCOME_RECORD = "evaluation.tasks.outcome_record"
 OUTCOME_RECOMPUTE = "evaluation.tasks.outcome_recompute"

@@ -5,6 +5,7 @@ from django.urls import path
 from evaluation.bench import apis as bench_apis
 from evaluation.exports import apis as export_apis
 from evaluation.interfeedback import apis
+from evaluation.participants import apis as participant_apis
 from evaluation.preference import apis as preference_apis
 
 urlpatterns = [
@@ -27,6 +28,13 @@ urlpatterns = [
          name="api-batch-bundle-export"),
     path("batches/<int:batch_id>/exports/<int:job_id>/download/", export_apis.BatchExportDownloadApi.as_view(),
          name="api-batch-export-download"),
+    # invited participants: the table with every decision, decisions, returns
+    path("batches/<int:batch_id>/participants/", participant_apis.BatchParticipantsApi.as_view(),
+         name="api-batch-participants"),
+    path("batches/<int:batch_id>/participants/decisions/", participant_apis.BatchParticipantDecisionsApi.as_view(),
+         name="api-batch-participant-decisions"),
+    path("batches/<int:batch_id>/participants/returned/", participant_apis.BatchParticipantsReturnedApi.as_view(),
+         name="api-batch-participants-returned"),
     # preference batches: the pairwise report as JSON and its tables as files
     path("batches/<int:batch_id>/preferences/", preference_apis.BatchPreferenceReportApi.as_view(),
          name="api-batch-preferences"),

@@ -6,6 +6,7 @@ from evaluation.bench import views as bench_views
 from evaluation.exports import views as export_views
 from evaluation.fire import views as fire_views
 from evaluation.interfeedback import views
+from evaluation.participants import views as participant_views
 from evaluation.preference import views as preference_views
 from evaluation.quality import views as quality_views
 
@@ -32,6 +33,10 @@ urlpatterns = [
     path("batches/<int:batch_id>/exports/<int:job_id>/", export_views.batch_export_job, name="research-export-job"),
     # per-annotator quality of a batch
     path("batches/<int:batch_id>/quality/", quality_views.batch_quality_page, name="research-quality"),
+    # invited participants: the table, decisions, returns
+    path("batches/<int:batch_id>/participants/", participant_views.participants_page, name="research-participants"),
+    path("batches/<int:batch_id>/participants/decide/", participant_views.participants_decide_page,
+         name="research-participants-decide"),
     # preference batches: the pairwise report page and its downloads
     path("batches/<int:batch_id>/preferences/", preference_views.preference_report_page, name="research-preferences"),
     path("batches/<int:batch_id>/preferences/<str:name>.<str:fmt>", preference_views.preference_export_download,

@@ -172,6 +172,8 @@ CELERY_BEAT_SCHEDULE = {
     "rounds-reap-stalled": {"task": queue_contract.ROUNDS_REAP_STALLED, "schedule": 5.0},
     # Assignment leases that ran out go back to the pool (the next-item queue also sweeps when it finds nothing).
     "assignments-expire": {"task": queue_contract.ASSIGNMENTS_EXPIRE, "schedule": 5.0},
+    # Invited participants past their study's time limit end, and the items they held are freed at once.
+    "participations-time-out": {"task": queue_contract.PARTICIPATIONS_TIME_OUT, "schedule": 15.0},
     # Each active model served by a real server (openai, transformers) answers a short probe on its own queue.
     "models-probe": {"task": queue_contract.MODELS_PROBE, "schedule": float(MODEL_PROBE_SECONDS)},
     # Export files older than EXPORT_RETENTION_DAYS are deleted (their job rows stay, marked expired).

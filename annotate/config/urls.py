@@ -9,7 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from annotate import i18n
 from annotate.bench import apis as bench_apis
-from annotate.crowd import invites
+from annotate.crowd import invites, participant_apis, participant_views, study_views
 from annotate.crowd import views as crowd_views
 from annotate.imports import apis as import_apis
 from annotate.imports import views as import_views
@@ -45,6 +45,13 @@ api_patterns = [
     path("batches/<int:batch_id>/invite-links/", invites.BatchInviteLinksApi.as_view(), name="api-invite-links"),
     path("batches/<int:batch_id>/invite-links/<int:link_id>/revoke/", invites.BatchInviteLinkRevokeApi.as_view(),
          name="api-invite-link-revoke"),
+    path("batches/<int:batch_id>/study/", study_views.BatchStudyApi.as_view(), name="api-batch-study"),
+    # crowd: an invited participant's study (consent, screening, questionnaires, leaving)
+    path("study/", participant_apis.StudyStateApi.as_view(), name="api-study"),
+    path("study/consent/", participant_apis.StudyConsentApi.as_view(), name="api-study-consent"),
+    path("study/screening/", participant_apis.StudyScreeningApi.as_view(), name="api-study-screening"),
+    path("study/surveys/<str:phase>/", participant_apis.StudySurveyApi.as_view(), name="api-study-survey"),
+    path("study/return/", participant_apis.StudyReturnApi.as_view(), name="api-study-return"),
     # verdict review
     path("rounds/<int:round_id>/verdict-override/", review_apis.RoundVerdictOverrideApi.as_view(),
          name="api-round-verdict-override"),
@@ -106,6 +113,11 @@ urlpatterns = [
     # crowd participants
     path("join/<str:token>/", crowd_views.join, name="crowd-join"),
     path("done/", crowd_views.done, name="crowd-done"),
+    path("study/", participant_views.study, name="crowd-study"),
+    path("study/consent/", participant_views.consent, name="crowd-consent"),
+    path("study/screening/", participant_views.screening, name="crowd-screening"),
+    path("study/survey/<str:phase>/", participant_views.survey, name="crowd-survey"),
+    path("study/leave/", participant_views.leave, name="crowd-leave"),
     # admins
     path("imports/new/", import_views.import_new, name="import-new"),
     path("imports/<int:job_id>/", import_views.import_job_page, name="import-job"),
@@ -129,6 +141,7 @@ urlpatterns = [
     path("research/batches/<int:batch_id>/invites/", invites.invite_links_page, name="research-invites"),
     path("research/batches/<int:batch_id>/invites/<int:link_id>/revoke/", invites.invite_link_revoke_page,
          name="research-invite-revoke"),
+    path("research/batches/<int:batch_id>/study/", study_views.study_page, name="research-study"),
     path("research/", include("evaluation.urls")),
     path("api/", include(api_patterns)),
 ]

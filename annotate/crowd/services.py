@@ -30,7 +30,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from annotate.errors import ApplicationError
-from annotate.models import Batch, InviteLink, User
+from annotate.models import Batch, InviteLink, Participation, User
 
 SALT = "feedback_lab.crowd.invite"
 PID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -133,6 +133,7 @@ def _new_participant(batch: Batch, external_id: str | None, link: InviteLink | N
                 crowd_batch=batch, invite_link=link)
     user.set_unusable_password()
     user.save()
+    Participation.objects.create(user=user, batch=batch)  # their way through the study starts now (time limit)
     return user
 
 

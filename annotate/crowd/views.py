@@ -12,14 +12,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
-from annotate.assignments import assignment_current
 from annotate.crowd import services as crowd
+from annotate.crowd.flow import FINISHED, ITEMS, participant_where
+from annotate.crowd.participant_views import platform_url
 from annotate.errors import ApplicationError
-from annotate.queue.services import nothing_to_serve, open_items_count
 from annotate.server.markdown import markdown_to_html
-from annotate.shares import participant_share
-
-PROLIFIC_COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
 
 
 @never_cache
@@ -51,28 +48,25 @@ def join(request, token: str):
 @login_required
 def done(request):
     """The completion page: the code and the link back to the crowd platform once the participant's share is done
-    (completed items; skips only where the batch counts them), else what is left."""
+    (completed items; skips only where the batch counts them) and their study asks nothing more, else what is left.
+    A participant at another step of their study (consent, screening, a questionnaire, an end) is sent there."""
     user = request.user
     batch = user.crowd_batch
     if batch is None:
         return render(request, "annotate/done.html", {"not_invited": True}, status=404)
-    share = participant_share(user, batch)
-    current = assignment_current(annotator=user)
-    open_to_them = open_items_count(annotator=user)
-    # Nothing open to them: nothing more will come, or others hold what is left for now.
-    empty = nothing_to_serve(annotator=user) if current is None and not open_to_them else None
-    nothing_left = empty is not None and empty.state == "done"
-    finished = share is not None and current is None and share.done(nothing_left=nothing_left)
-    code = batch.completion_code if finished else ""
+    where = participant_where(user)
+    if where.stage not in (ITEMS, FINISHED):
+        return redirect("crowd-study")
+    items = where.items
+    finished = where.stage == FINISHED
     return render(request, "annotate/done.html", {
         "batch": batch,
-        "share": share,
+        "share": items.share,
         "finished": finished,
-        "remaining": open_to_them,  # capped by what their share has left
-        "no_more": nothing_left and not finished,  # and the share not done: say so rather than "continue"
-        "retry_after": empty.retry_after if empty is not None and not finished else None,
-        "current": current,
-        "code": code,
-        "prolific_url": PROLIFIC_COMPLETE_URL.format(code=code) if code and "crowd_prolific" in request.session
-        else "",
+        "remaining": items.remaining,  # capped by what their share has left
+        "no_more": items.nothing_left and not finished,  # and the share not done: say so rather than "continue"
+        "retry_after": items.retry_after,
+        "current": items.current,
+        "code": where.code,
+        "prolific_url": platform_url(request, where.code),
     })

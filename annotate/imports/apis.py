@@ -74,6 +74,10 @@ class ImportCreateApi(APIView):
             help_text="Invited participants' skipped items count toward their share (at most max_counted_skips)")
         max_counted_skips = serializers.IntegerField(required=False, min_value=0, max_value=1000,
                                                      help_text="How many of a participant's skips count at most")
+        study = serializers.JSONField(
+            required=False, help_text="What invited participants are asked besides the items: consent, screening, "
+                                      "attention checks, questionnaires, time limit, bonus rule (GET "
+                                      "/api/batches/<id>/study/ shows the document)")
         map = serializers.CharField(required=False, allow_blank=True, help_text="rows: field=column,...")
         category = serializers.CharField(required=False, allow_blank=True, max_length=100)
         update = serializers.BooleanField(default=False)

@@ -20,6 +20,7 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 
 from annotate.costs import batch_spent
+from annotate.crowd.study import study_apply, study_document, study_settings_clean
 from annotate.errors import ApplicationError
 from annotate.importkit.common import ImportContext, ImportReport, Progress, gc_paused
 from annotate.imports.category_order import batch_categories, category_order_clean, category_order_resolve
@@ -34,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 SETTING_KEYS = ("models", "overlap", "max_rounds", "prompt_templates", "gold_rate", "allow_repeat_tasks",
                 "instructions", "researchers", "annotators", "category_order", "budget", "seed",
-                "skips_count_toward_share", "max_counted_skips", "reasons_required")
+                "skips_count_toward_share", "max_counted_skips", "reasons_required", "study")
 MAX_SEED = 2**31 - 1
 EVERYONE = ("*", "all")  # "researchers": every researcher (and admin) account; "annotators": no one named
 MAX_INSTRUCTIONS_CHARS = 20_000
@@ -109,6 +110,10 @@ def batch_settings_clean(raw: dict | None, report: ImportReport) -> dict:
         clean["category_order"] = category_order_clean(raw["category_order"], report)
     if "budget" in raw:
         clean["budget"] = _budget_clean(raw["budget"], report)
+    if "study" in raw:  # what invited participants are asked besides the items (annotate.crowd.study)
+        clean["study"], problems = study_settings_clean(raw["study"], name="settings.study")
+        for field, message in problems:
+            report.add(None, field, message)
     return {k: v for k, v in clean.items() if v is not None}
 
 
@@ -228,6 +233,9 @@ def _settings_apply(batch: Batch, clean: dict) -> bool:
         if set(batch.models_to_evaluate.values_list("pk", flat=True)) != wanted:
             batch.models_to_evaluate.set(clean["models"])
             changed = True
+    if clean.get("study"):
+        before = study_document(batch)
+        changed = before != study_document(batch, study_apply(batch=batch, clean=clean["study"])) or changed
     return changed
 
 

@@ -16,10 +16,20 @@ from annotate.models.core import (
     WorkItem,
     _new_pseudonym,  # noqa: F401  (migration 0001 names it as annotate.models._new_pseudonym)
 )
-from annotate.models.crowd import InviteLink
+from annotate.models.crowd import (
+    ConsentText,
+    CrowdStudy,
+    InviteLink,
+    ParticipantDecision,
+    Participation,
+    ScreeningAnswer,
+    SurveyResponse,
+)
 from annotate.models.sessions import LeakWarning, Round, RoundFailure, Session, VerdictOverride
 
 __all__ = [
-    "Assignment", "Batch", "BenchAnswer", "BenchLane", "BenchRun", "FireRunTurn", "Conversation", "ImageBlob", "InviteLink", "Job", "LeakWarning", "ModelConfig", "Ranking", "Rating",
-    "Round", "RoundFailure", "Session", "Task", "TaskImage", "Turn", "User", "VerdictOverride", "WorkItem",
+    "Assignment", "Batch", "BenchAnswer", "BenchLane", "BenchRun", "FireRunTurn", "ConsentText", "Conversation",
+    "CrowdStudy", "ImageBlob", "InviteLink", "Job", "LeakWarning", "ModelConfig", "ParticipantDecision",
+    "Participation", "Ranking", "Rating", "Round", "RoundFailure", "ScreeningAnswer", "Session", "SurveyResponse",
+    "Task", "TaskImage", "Turn", "User", "VerdictOverride", "WorkItem",
 ]

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotate.errors import NotFound
+from annotate.participation import items_held_back
 from annotate.queue import services as queue_services
 from annotate.queue.selectors import assignment_page_url, batch_by_name
 from annotate.server.api_schema import UrlPathField, errors
@@ -20,14 +21,17 @@ class NextItemApi(APIView):
 
     class NextItemOutputSerializer(serializers.Serializer):
         state = serializers.ChoiceField(
-            choices=["item", "done", "wait"],
+            choices=["item", "done", "wait", "study"],
             help_text="item: here is your next item; done: you have finished your share; wait: items are left but "
-                      "held by others or blocked for now, ask again after retry_after seconds")
+                      "held by others or blocked for now, ask again after retry_after seconds; study (an invited "
+                      "participant): your study asks something first (consent, screening, a questionnaire) or "
+                      "your participation has ended: see url (GET /api/study/ says which)")
         session_id = serializers.IntegerField(required=False, allow_null=True, help_text="null for a FIRE conversation")
         conversation_id = serializers.IntegerField(required=False, allow_null=True,
                                                    help_text="set for a FIRE conversation")
         url = UrlPathField(required=False, help_text="item: the page of the item; done, for an invited participant: "
-                                                     "the completion page (their code once their share is done)")
+                                                     "the completion page (their code once their share is done); "
+                                                     "study: the page of their study's step")
         retry_after = serializers.IntegerField(required=False, help_text="wait only: seconds (also the Retry-After "
                                                                          "header)")
 
@@ -45,6 +49,9 @@ class NextItemApi(APIView):
             if batch is None:
                 raise NotFound(f"No batch named {data.validated_data['batch']!r}.")
         assignment = queue_services.assignment_next(annotator=request.user, batch=batch)
+        user = request.user
+        if assignment is None and user.crowd_batch_id and items_held_back(user, user.crowd_batch):
+            return Response({"state": "study", "url": reverse("crowd-study")})
         if assignment is None:
             empty = queue_services.nothing_to_serve(annotator=request.user, batch=batch)
             if empty.state == "wait":

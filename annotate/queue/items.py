@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.db.models import Exists, F, OuterRef, Q, Value
 
 from annotate.models import Assignment, Batch, Session, Task, User, WorkItem
+from annotate.participation import items_held_back
 from annotate.shares import participant_share
 
 # Batch kinds whose work the queue hands out: (task, model) pairs, or conversations to rate.
@@ -25,14 +26,14 @@ def may_be_served(user: User) -> bool:
 
 def batch_open_to(annotator: User, batch: Batch) -> bool:
     """The batch serves this annotator now: it is open, and they are one of its annotators (an invited
-    participant: of this batch, with their share not yet full)."""
+    participant: of this batch, past the steps their study asks first, not ended, their share not yet full)."""
     if batch.status != Batch.Status.READY or batch.kind not in QUEUED_KINDS or batch.budget_reached:
         return False
     if not may_be_served(annotator):
         return False
     if annotator.crowd_batch_id:
         share = participant_share(annotator, batch)
-        return share is not None and not share.full
+        return share is not None and not share.full and items_held_back(annotator, batch) is None
     return not batch.annotators_named or batch.annotators.filter(pk=annotator.pk).exists()
 
 

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 
 from annotate.assignments import assignment_current
 from annotate.models import Session
+from annotate.participation import items_held_back
 from annotate.queue.items import may_be_served
 from annotate.queue.selectors import assignment_page_url, participant_share_done
 from annotate.queue.services import assignment_next, nothing_to_serve, open_items_count
@@ -21,6 +22,8 @@ def home(request):
     if user.is_researcher_role and not request.GET.get("annotate"):
         return redirect("researcher-home")
     current = assignment_current(annotator=user)
+    if current is None and user.crowd_batch_id and items_held_back(user, user.crowd_batch):
+        return redirect("crowd-study")  # their study asks something first (consent, screening, ...), or ended
     if current is None and participant_share_done(user):
         return redirect("crowd-done")  # the completion code, at once
     recent = (

@@ -14,7 +14,16 @@ from django.db.models import Count, F, Q, Sum, Value
 from django.db.models.functions import Least, TruncHour
 from django.utils import timezone
 
-from annotate.models import Assignment, Batch, LeakWarning, ModelConfig, Round, RoundFailure, WorkItem
+from annotate.models import (
+    Assignment,
+    Batch,
+    LeakWarning,
+    ModelConfig,
+    Participation,
+    Round,
+    RoundFailure,
+    WorkItem,
+)
 from annotate.queue.capacity import batch_capacity
 from annotate.watch.pace import completions_per_working_hour
 
@@ -115,7 +124,21 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
         # The circuit breaker (annotate.health): these models' rounds fail at once until a probe answers.
         "unavailable_models": [{"model": m.label, "since": m.unavailable_since.isoformat(),
                                 "reason": m.unavailable_reason} for m in models if m.unavailable_since],
+        "participants": _participants(batch),
     }
+
+
+PARTICIPANT_ENDS = tuple(Participation.End.values)
+
+
+def _participants(batch: Batch) -> dict[str, int]:
+    """Invited participants: joined, still working, finished, and each way a participation ends before its code
+    (returned and timed out among them: their items were freed at once). One grouped query."""
+    counts = Participation.objects.filter(batch=batch).aggregate(
+        joined=Count("id"), finished=Count("id", filter=Q(finished_at__isnull=False)),
+        working=Count("id", filter=Q(finished_at__isnull=True, ended_at__isnull=True)),
+        **{end: Count("id", filter=Q(end_reason=end)) for end in PARTICIPANT_ENDS})
+    return counts
 
 
 def _failed_model_calls(batch: Batch, now) -> list[dict[str, Any]]:

@@ -164,10 +164,22 @@ def run_table_files(batch: Batch, skipped: dict[str, str], *, noted: tuple[str, 
         yield from files
 
 
+# Files any batch may have whatever its kind (e.g. its crowd participants), registered by the packages that make
+# them: ``files(batch, skipped)``, yielding nothing when the batch has none.
+EVERY_BATCH_FILES: list[Callable[[Batch, dict[str, str]], Iterator[BundleFile]]] = []
+
+
+def register_bundle_files(files: Callable[[Batch, dict[str, str]], Iterator[BundleFile]]) -> None:
+    if files not in EVERY_BATCH_FILES:
+        EVERY_BATCH_FILES.append(files)
+
+
 def _files(batch: Batch, skipped: dict[str, str]) -> Iterator[BundleFile]:
     """Every file but README.md, in the order of the README: the kind's, then those of every batch. Anything a
     batch cannot have is noted in ``skipped``."""
     yield from kind_of(batch).bundle_files(batch, skipped)
+    for files in EVERY_BATCH_FILES:
+        yield from files(batch, skipped)
     yield from table_files(batch, "costs", "costs", "Tokens and cost per model (the servers' usage, the models' "
                             "prices) and the batch's budget")
     yield BundleFile("instructions.md", "The instructions annotators saw at the top of every item (Markdown)",

@@ -22,9 +22,14 @@ batch's costs. The exports registered today:
 | fire-fixed    | csv md tex json                 | FIRE Tables 2 and 3 (latest fixed-dialogue run)   | bench         |
 | fire-free     | csv md tex json                 | FIRE Tables 4 and 5 (latest free-dialogue run)    | bench         |
 
+| costs         | csv md tex json                 | tokens and cost per model, the batch's budget     | this module   |
+| participants  | csv json                        | invited participants: progress, quality, decisions| participants  |
+| surveys       | csv json                        | their questionnaire answers, one row each         | participants  |
+| approvals     | txt                             | approved participants' platform ids, one a line   | participants  |
+| bonuses       | csv                             | ``participant_id,amount`` of approved participants| participants  |
+
 The three run tables take the batch's latest finished run of their protocol, or a given finished run
 (evaluation.bench.registration.build_run_export, ``export_tables --run ID``).
-| costs         | csv md tex json                 | tokens and cost per model, the batch's budget     | this module   |
 
 A batch's kind may refuse another kind's exports with a reason (``StudyKind.refuses``: a preference batch has no
 sessions, so ``sessions`` and Tables 3-4 name its own exports instead of writing nothing).
@@ -60,6 +65,7 @@ CONTENT_TYPES = {
     "png": "image/png",
     "svg": "image/svg+xml",
     "jsonl": "application/jsonl; charset=utf-8",
+    "txt": "text/plain; charset=utf-8",
     "fire": "application/jsonl; charset=utf-8",
 }
 EXTENSIONS = {"fire": "fire.jsonl"}

@@ -15,7 +15,9 @@ folded in Python: typing times for the medians, and the gold rounds). Definition
   is ``choice``, ``number`` or ``text``, the annotator's verdict on each round is compared with
   ``annotate.sessions.verification.verify(gold_check_type, model answer, ground truth, options)``. The annotator's
   verdict is the one they gave, even when a reviewer overrode it later (the override's first ``old_verdict``).
-  Gold rounds without a usable ``gold_check_type`` are counted as *unscored*.
+  Gold rounds without a usable ``gold_check_type`` are counted as *unscored* (annotate.crowd.attention).
+- *attention checks*: gold sessions with a scored round; *failed* when a scored verdict of it disagrees. An
+  annotator with as many failures as the batch's ``max_attention_failures`` (else Prolific's two) is flagged.
 """
 
 from __future__ import annotations
@@ -25,14 +27,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, Q
 
-from annotate.models import Assignment, Batch, LeakWarning, Round, Session, Task, User, VerdictOverride
-from annotate.sessions.verification import verify
+from annotate.crowd.attention import PROLIFIC_FAILURES_TO_REJECT, attention_checks
+from annotate.models import Assignment, Batch, CrowdStudy, LeakWarning, Round, Session, User, VerdictOverride
 
 FAST_ROUND_MS = 3000
 FAST_SESSION_FRACTION = 0.25
-GOLD_CHECK_TYPES = ("choice", "number", "text")
 LOW_GOLD_ACCURACY = 0.7  # flag annotators below this with at least MIN_GOLD_FOR_FLAG scored gold rounds
 MIN_GOLD_FOR_FLAG = 3
 SKIP_REASONS_SHOWN = 5
@@ -59,6 +60,9 @@ class AnnotatorQuality:
     gold_agreed: int = 0
     gold_unscored: int = 0
     overrides_received: int = 0
+    attention_checks: int = 0  # gold sessions with a scored verdict (annotate.crowd.attention)
+    attention_failed: int = 0
+    attention_limit: int = PROLIFIC_FAILURES_TO_REJECT  # this many failures flag the annotator
 
     @property
     def gold_accuracy(self) -> float | None:
@@ -71,7 +75,7 @@ class AnnotatorQuality:
     @property
     def flagged(self) -> bool:
         low_gold = self.gold_judged >= MIN_GOLD_FOR_FLAG and (self.gold_accuracy or 0) < LOW_GOLD_ACCURACY
-        return bool(self.speed_flags or self.leaks_sent or low_gold)
+        return bool(self.speed_flags or self.leaks_sent or low_gold or self.attention_failed >= self.attention_limit)
 
 
 @dataclass
@@ -194,31 +198,12 @@ def batch_quality(batch: Batch) -> BatchQuality:
 
 
 def _gold_accuracy(batch: Batch, row: Callable[[int], AnnotatorQuality]) -> None:
-    first_override = VerdictOverride.objects.filter(round=OuterRef("pk")).order_by("created_at", "id")
-    gold_rounds = (
-        Round.objects.filter(
-            session__batch=batch,
-            session__annotator__isnull=False,
-            session__task__is_gold=True,
-            session__task__answer_type=Task.AnswerType.MANUAL,
-            generation_status=Round.Generation.DONE,
-            verdict_source__in=[Round.VerdictSource.ANNOTATOR, Round.VerdictSource.REVIEWER],
-        )
-        .annotate(annotator_verdict=Subquery(first_override.values("old_verdict")[:1]))
-        .values_list(
-            "session__annotator_id", "answer_text", "final_verdict", "verdict_source", "annotator_verdict",
-            "session__task__ground_truth", "session__task__options", "session__task__metadata",
-        )
-    )
-    for annotator_id, answer, final, source, before_override, truth, options, metadata in gold_rounds:
-        given = before_override if source == Round.VerdictSource.REVIEWER else final
-        if given is None:
-            continue
-        check_type = (metadata or {}).get("gold_check_type")
+    checks_by_annotator = attention_checks(batch)
+    limit = PROLIFIC_FAILURES_TO_REJECT
+    if any(checks.failed for checks in checks_by_annotator.values()):  # the study's own limit, when it matters
+        limit = CrowdStudy.objects.filter(batch=batch).values_list("max_attention_failures", flat=True).first() \
+            or PROLIFIC_FAILURES_TO_REJECT
+    for annotator_id, checks in checks_by_annotator.items():
         r = row(annotator_id)
-        if check_type not in GOLD_CHECK_TYPES:
-            r.gold_unscored += 1
-            continue
-        expected = bool(verify(check_type, answer, truth, options or []).verdict)
-        r.gold_judged += 1
-        r.gold_agreed += int(given == expected)
+        r.gold_judged, r.gold_agreed, r.gold_unscored = checks.rounds_judged, checks.rounds_agreed, checks.rounds_unscored
+        r.attention_checks, r.attention_failed, r.attention_limit = checks.checked, checks.failed, limit

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from django.shortcuts import render
 
+from annotate.crowd.attention import GOLD_CHECK_TYPES
 from annotate.people.access import batch_for_researcher, researcher_required
 from evaluation.kinds import kind_of
-from evaluation.quality.selectors import FAST_ROUND_MS, FAST_SESSION_FRACTION, GOLD_CHECK_TYPES, batch_quality
+from evaluation.quality.selectors import FAST_ROUND_MS, FAST_SESSION_FRACTION, batch_quality
 
 
 @researcher_required

@@ -67,6 +67,10 @@
     text("active-annotators", d.active_annotators);
     text("skips-total", d.skips_total);
     text("leak-warnings", d.leak_warnings);
+    if (d.participants) {
+      Object.keys(d.participants).forEach(function (key) { text("participants-" + key, d.participants[key]); });
+      document.getElementById("participants-section").hidden = !d.participants.joined;
+    }
     var at = document.getElementById("generated-at");
     at.setAttribute("datetime", d.generated_at);
     at.textContent = d.generated_at.slice(11, 19);

@@ -60,6 +60,9 @@ class Command(BaseCommand):
                 out(f"  {row['name']}\t" + "\t".join(f"{key.replace('_', ' ')} {row[key]}" for key in COLUMNS))
         out(f"Skips: {d['skips_total']}" + "".join(f"\n  {s['reason'] or '-'}\t{s['count']}" for s in d["skips"]))
         out(f"Leak warnings: {d['leak_warnings']}")
+        if d["participants"]["joined"]:
+            out("Invited participants: " + ", ".join(f"{key.replace('_', ' ')} {n}"
+                                                     for key, n in d["participants"].items()))
         out("Failed model calls (last hour / whole batch / failed now): "
             + (", ".join(f"{e['model']} {e['last_hour']}/{e['total']}/{e['failing_now']}" for e in d["model_errors"])
                or "none"))

@@ -76,6 +76,8 @@ class Command(BaseCommand):
                                  "--max-counted-skips of them)")
         parser.add_argument("--max-counted-skips", help="with --skips-count-toward-share: how many skips count at "
                             "most (default 1)")
+        parser.add_argument("--study", help="JSON file of the study's settings for invited participants (consent, "
+                            "screening, attention checks, questionnaires, time limit, bonus rule)")
         parser.add_argument("--map", dest="mapping", help="rows: field=column,... e.g. question=question,id=qid")
         parser.add_argument("--images", help="a directory (or, for FIRE, a zip) holding the images")
         parser.add_argument("--category", help="rows: category for every task when the file has none")
@@ -103,6 +105,11 @@ class Command(BaseCommand):
                 settings["instructions"] = Path(opts["instructions"]).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as error:
                 raise CommandError(f"--instructions: {error}") from None
+        if opts["study"]:
+            try:
+                settings["study"] = json.loads(Path(opts["study"]).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError) as error:
+                raise CommandError(f"--study: {error}") from None
         options = {key: value for key, value in (("map", opts["mapping"]), ("images", opts["images"]),
                                                  ("images_dir", opts["images"]), ("category", opts["category"]))
                    if value}

@@ -95,7 +95,7 @@ def world(db, tmp_path, simulated_model, no_dispatch):
     values = {"session_id": session.id, "conversation_id": conversation.id, "batch_id": batch.id,
               "round_id": session.rounds.get().id, "job_id": 1, "name": simulated_model.name, "fmt": "csv",
               "token": "x", "sha256": "0" * 64, "run_id": 1, "action": "cancel", "username": annotator.username,
-              "uidb64": "x", "link_id": 1}
+              "uidb64": "x", "link_id": 1, "phase": "pre"}
     return {"annotator": annotator, "admin": admin, "values": values, "session": session,
             "conversation": conversation}
 
