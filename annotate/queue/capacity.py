@@ -33,7 +33,7 @@ class Capacity:
     def short(self) -> bool:
         return self.more_needed > 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, int | str | bool]:
         return {**asdict(self), "short": self.short}
 
     def sentence(self) -> str:
