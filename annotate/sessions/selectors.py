@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from django.db.models import Count, Prefetch, Q, QuerySet
-from django.utils.translation import gettext as _
 from django.utils.functional import Promise
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from annotate.errors import NotFound
