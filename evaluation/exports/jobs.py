@@ -164,7 +164,8 @@ def _write(job: Job, handle: IO[bytes]) -> tuple[int, int]:
     _progress(job, 0, expected)
     # The sessions export is always streamed (evaluation.exports.registry), never held in memory.
     stream = cast(Iterator[bytes], exports.build_export(batch, "sessions", fmt, filters).stream)
-    out: IO[bytes] | gzip.GzipFile = gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, compresslevel=GZIP_LEVEL) if params.get("gzip") else handle
+    out: IO[bytes] | gzip.GzipFile = (
+        gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, compresslevel=GZIP_LEVEL) if params.get("gzip") else handle)
     written = 0
     try:
         for written, line in enumerate(stream, 1):

@@ -76,8 +76,8 @@ def fire_rating_rows(batch: Batch) -> list[RatingRow]:
                      "turn__index", "turn__role", "turn__kind", "annotator__pseudonym", "score", "comment")
     )
     # The filter above: the kind is one of RATED_KINDS, the score is set.
-    return [RatingRow(conversation, split, source, index + 1, role, cast(TurnKind, kind), annotator, cast(int, score),
-                      comment)
+    return [RatingRow(conversation, split, source, index + 1, role, cast(TurnKind, kind), annotator,
+                      cast(int, score), comment)
             for conversation, split, source, index, role, kind, annotator, score, comment in rows]
 
 
