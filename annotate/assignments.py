@@ -4,22 +4,22 @@ next-item queue (annotate.queue) makes them."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotate.models import Assignment, Session, User, WorkItem
 
 
-def lease_end():
+def lease_end() -> datetime:
     return timezone.now() + timedelta(seconds=settings.ASSIGNMENT_LEASE_SECONDS)
 
 
-def assignments_expire(*, now=None) -> int:
+def assignments_expire(*, now: datetime | None = None) -> int:
     """Return expired leases to the pool. Sessions already under way stay with their annotator."""
     now = now or timezone.now()
     expiring = Assignment.objects.filter(status=Assignment.Status.ACTIVE, lease_expires_at__lt=now)
@@ -35,7 +35,7 @@ def assignments_release(*, annotator: User) -> int:
                    skip_locked=False)  # waits for a request of theirs under way rather than miss its item
 
 
-def _expire(assignments, now, *, skip_locked: bool = True) -> int:
+def _expire(assignments: QuerySet[Assignment], now: datetime, *, skip_locked: bool = True) -> int:
     with transaction.atomic():
         expired = list(assignments.select_for_update(skip_locked=skip_locked).values_list("id", "work_item_id"))
         if not expired:
@@ -70,6 +70,8 @@ def assignment_complete(*, assignment_id: int) -> None:
     """Count the finished work once: an active lease frees its slot; an expired one still counts."""
     now = timezone.now()
     work_item_id = Assignment.objects.filter(pk=assignment_id).values_list("work_item_id", flat=True).first()
+    if work_item_id is None:
+        return  # no such assignment: nothing to count
     was_active = Assignment.objects.filter(pk=assignment_id, status=Assignment.Status.ACTIVE).update(
         status=Assignment.Status.COMPLETED, finished_at=now
     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -110,7 +111,7 @@ def _take(config: ModelConfig) -> Slot | float:
     return Slot(config, token)
 
 
-def quota_wait(config: ModelConfig, *, keep_alive=lambda: None) -> Slot:
+def quota_wait(config: ModelConfig, *, keep_alive: Callable[[], object] = lambda: None) -> Slot:
     """Wait in place for a slot (bench lanes), calling ``keep_alive`` between tries."""
     while not isinstance(taken := quota_take(config, person=False), Slot):
         keep_alive()

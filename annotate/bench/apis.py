@@ -46,7 +46,7 @@ class BenchRunSerializer(serializers.Serializer):
     def get_providers(self, run) -> list[str]:
         return [m.name for m in selectors.run_providers(run)]
 
-    def get_progress(self, run) -> dict:
+    def get_progress(self, run) -> services.BenchProgress:
         return services.bench_progress(run)
 
     def get_table(self, run) -> str:

@@ -3,11 +3,15 @@ the order it was given them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from django.db.models import QuerySet
+
 from annotate.errors import NotFound, PermissionDenied
 from annotate.models import Batch, BenchRun, ModelConfig, User
 
 
-def _in_run_order(run: BenchRun, role: str, models) -> list[ModelConfig]:
+def _in_run_order(run: BenchRun, role: str, models: Iterable[ModelConfig]) -> list[ModelConfig]:
     """The order the run was given (``--receivers a,b``: the paper's row order); runs from before it was stored,
     and any model it does not list, by name."""
     position = {pk: n for n, pk in enumerate((run.model_order or {}).get(role, []))}
@@ -36,7 +40,7 @@ def readable_batch(user: User, *, batch_id: int | None = None, name: str | None 
     return batch
 
 
-def readable_runs(user: User):
+def readable_runs(user: User) -> QuerySet[BenchRun]:
     runs = BenchRun.objects.select_related("batch").prefetch_related("receivers", "providers")
     if user.is_admin_role:
         return runs

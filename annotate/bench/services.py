@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import NotRequired, TypedDict
 
 from django.conf import settings
 from django.db import transaction
@@ -20,6 +21,42 @@ from annotate.sessions.prompts import templates_for
 logger = logging.getLogger(__name__)
 
 MAX_LANES = 64
+
+
+class ModelOrder(TypedDict):
+    """BenchRun.model_order: model ids in the order the run was given them."""
+
+    receivers: list[int]
+    providers: list[int]
+
+
+class ModelSettings(TypedDict):
+    backend: str
+    generation: dict[str, object]
+
+
+class RunSettings(TypedDict):
+    """The part of BenchRun.prompts that records what the run's models were told and how they generate."""
+
+    receiver: dict[str, str]
+    generation: dict[str, ModelSettings]
+
+
+class BenchProgress(TypedDict):
+    """What bench_progress reports; FIRE runs count turns and conversations, InterFeedback runs the round-0
+    answers they need (their sessions are 0 on FIRE runs)."""
+
+    status: str
+    message: str
+    error: str
+    model_calls: int
+    sessions: int
+    sessions_done: int
+    lanes: int
+    lanes_done: int
+    turns: NotRequired[int]
+    conversations: NotRequired[int]
+    round0_calls_needed: NotRequired[int]
 
 
 def _models(names: Sequence[str] | str, what: str) -> list[ModelConfig]:
@@ -131,12 +168,12 @@ def fire_run_create(*, batch: Batch, protocol: str, students: Sequence[str] | st
     return run
 
 
-def _model_order(receivers: Sequence[ModelConfig], providers: Sequence[ModelConfig]) -> dict:
+def _model_order(receivers: Sequence[ModelConfig], providers: Sequence[ModelConfig]) -> ModelOrder:
     """The order the models were named in: the tables' rows and column groups (the paper's order)."""
     return {"receivers": [m.pk for m in receivers], "providers": [m.pk for m in providers]}
 
 
-def run_settings_snapshot(batch: Batch, models: Sequence[ModelConfig]) -> dict:
+def run_settings_snapshot(batch: Batch, models: Sequence[ModelConfig]) -> RunSettings:
     """What the run's models are told and how they generate, as of its start: the receiver's full templates
     (defaults with the batch's overrides, which the lanes then use) and each model's backend and generation
     settings (not backend_settings: they may name servers and keys)."""
@@ -185,7 +222,7 @@ def bench_run_resume(*, run: BenchRun, dispatch: bool = True) -> BenchRun:
     return run
 
 
-def bench_progress(run: BenchRun) -> dict:
+def bench_progress(run: BenchRun) -> BenchProgress:
     """What the page and the command show: calls made, sessions finished and open, lanes done."""
     sessions = Session.objects.filter(bench_run=run).aggregate(
         total=Count("pk"), done=Count("pk", filter=Q(status=Session.Status.COMPLETED)))

@@ -41,8 +41,8 @@ def invite_links_usage(*, batch: Batch) -> list[InviteLinkUse]:
     """Every link of the batch, newest first, with its use (three grouped queries whatever the number of links)."""
     links = list(InviteLink.objects.filter(batch=batch).select_related("batch", "created_by"))
     joined = dict(User.objects.filter(invite_link__batch=batch).values_list("invite_link").annotate(n=Count("id")))
-    done_by: dict[int, Counter] = defaultdict(Counter)  # completed items per person
-    counted_by: dict[int, Counter] = defaultdict(Counter)  # what counts toward their share (skips where they may)
+    done_by: dict[int, Counter[int]] = defaultdict(Counter)  # completed items per person
+    counted_by: dict[int, Counter[int]] = defaultdict(Counter)  # what counts toward their share (skips where they may)
     people = Assignment.objects.filter(work_item__batch=batch, annotator__invite_link__batch=batch).values_list(
         "annotator__invite_link", "annotator").annotate(
         completed=Count("id", filter=Q(status=Assignment.Status.COMPLETED)),

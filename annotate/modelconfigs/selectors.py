@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
+
 from annotate.errors import NotFound
 from annotate.models import ModelConfig
 
 
-def model_configs_list(*, active_only: bool = False):
+def model_configs_list(*, active_only: bool = False) -> QuerySet[ModelConfig]:
     configs = ModelConfig.objects.order_by("name")
     return configs.filter(is_active=True) if active_only else configs
 

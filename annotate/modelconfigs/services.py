@@ -25,8 +25,9 @@ DEFAULTS: dict[str, Any] = {"display_name": "", "backend_settings": {}, "generat
 
 
 def model_create(
-    *, name: str, backend: str, display_name: str = "", backend_settings: dict | None = None,
-    generation: dict | None = None, queue: str = "", soft_time_limit: int = 300, time_limit: int = 360,
+    *, name: str, backend: str, display_name: str = "", backend_settings: dict[str, object] | None = None,
+    generation: dict[str, object] | None = None, queue: str = "", soft_time_limit: int = 300,
+    time_limit: int = 360,
     input_price_per_million: Decimal | None = None, output_price_per_million: Decimal | None = None,
     max_concurrent_requests: int | None = None, requests_per_minute: int | None = None,
     tokens_per_minute: int | None = None,
@@ -49,7 +50,7 @@ def model_create(
         raise InvalidFields([("name", f"a model named {name!r} already exists")]) from None
 
 
-def model_update(*, config: ModelConfig, **changes: Any) -> ModelConfig:
+def model_update(*, config: ModelConfig, **changes: object) -> ModelConfig:
     """Change some fields of ``config``; the result is checked whole (new settings against the new backend)."""
     if "name" in changes and changes["name"] != config.name:
         raise InvalidFields([("name", f"cannot change (it names queues, sessions and exports); create a new model "

@@ -13,6 +13,7 @@ batch less those who already had it; what they cannot cover is left to people no
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from django.db.models import Count, F, Q, QuerySet, Sum, Value
@@ -33,7 +34,7 @@ class Capacity:
     def short(self) -> bool:
         return self.more_needed > 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, int | str | bool]:
         return {**asdict(self), "short": self.short}
 
     def sentence(self) -> str:
@@ -102,6 +103,7 @@ def _shortfall(batch: Batch, annotators: int) -> tuple[int, int]:
     items = WorkItem.objects.filter(batch=batch)
     pool = annotator_pool(batch).values("pk")
     by_task = batch.kind == Batch.Kind.INTERFEEDBACK and not batch.allow_repeat_tasks
+    seen: Iterable[tuple[int, int]]  # (unit: a task or an item, people who had it)
     if by_task:
         left = dict(items.values_list("task_id").annotate(left=Sum(open_slots)).order_by())
         seen = Session.objects.filter(batch=batch, annotator__in=pool).values_list("task_id").annotate(

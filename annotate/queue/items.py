@@ -8,7 +8,7 @@ everyone and those that name them.
 
 from __future__ import annotations
 
-from django.db.models import Exists, F, OuterRef, Q, Value
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
 
 from annotate.models import Assignment, Batch, Session, Task, User, WorkItem
 from annotate.participation import items_held_back
@@ -46,7 +46,7 @@ def batches_serving(annotator: User) -> Q:
     return Q(batch__annotators_named=False) | Q(batch_id__in=named)
 
 
-def open_items(annotator: User, *, last_task_id: int | None = None):
+def open_items(annotator: User, *, last_task_id: int | None = None) -> QuerySet[WorkItem]:
     """Items of every batch that may serve the annotator, in serving order (the first of any batch)."""
     if not may_be_served(annotator):
         return WorkItem.objects.none()
@@ -62,7 +62,7 @@ def open_items(annotator: User, *, last_task_id: int | None = None):
     return not_yet_taken_by(items, annotator.pk, avoid, repeats=None)
 
 
-def batch_items(batch: Batch, annotator_id: int, *, last_task_id: int | None = None):
+def batch_items(batch: Batch, annotator_id: int, *, last_task_id: int | None = None) -> QuerySet[WorkItem]:
     """A batch's open items for an annotator (the batch is open to them: see `batch_open_to`). Its settings go
     into the query as values (no join; the index range skips the items that already have K completed sessions)."""
     overlap = batch.overlap
@@ -76,7 +76,8 @@ def batch_items(batch: Batch, annotator_id: int, *, last_task_id: int | None = N
     return not_yet_taken_by(items, annotator_id, avoid, repeats=batch.allow_repeat_tasks)
 
 
-def not_yet_taken_by(items, annotator_id: int, avoid: Q | None, *, repeats: bool | None):
+def not_yet_taken_by(items: QuerySet[WorkItem], annotator_id: int, avoid: Q | None, *,
+                     repeats: bool | None) -> QuerySet[WorkItem]:
     """``items`` not pinned to someone else, never assigned to the annotator and of no task they may not see
     again (`_task_not_to_serve_again`), without ``avoid``, in serving order: pinned items first, then
     breadth-first (the pairs closest to K completed sessions), then the batch's order (the item ids: see
@@ -98,7 +99,7 @@ _ANSWER_SEEN_OR_UNDER_WAY = (
 )
 
 
-def _task_not_to_serve_again(annotator_id: int, repeats: bool | None) -> Q:
+def _task_not_to_serve_again(annotator_id: int, repeats: bool | None) -> Q | Exists:
     """Items whose task the annotator has had a session of (skipped, expired and abandoned ones too: they saw the
     question), or, where the batch allows repeats, only those whose answer they saw or that are under way.
     ``repeats`` None: each item's batch says. One probe of the sessions' task index per item stepped over (a task

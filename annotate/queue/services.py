@@ -55,11 +55,11 @@ def work_items_create_for_batch(*, batch: Batch) -> int:
     if batch.serving_models != cycle:
         Batch.objects.filter(pk=batch.pk).update(serving_models=cycle)
         batch.serving_models = cycle
-    existing = set(WorkItem.objects.filter(batch=batch).values_list("task_id", "model_config_id"))
+    existing_pairs = set(WorkItem.objects.filter(batch=batch).values_list("task_id", "model_config_id"))
     task_ids = list(batch.tasks.order_by("id").values_list("id", flat=True))
     new = [WorkItem(batch=batch, task_id=task_id, model_config_id=model_id)
            for task_id, model_id in serving_order(batch.serving_seed, task_ids, model_ids)
-           if (task_id, model_id) not in existing]
+           if (task_id, model_id) not in existing_pairs]
     WorkItem.objects.bulk_create(new, batch_size=5000)
     return len(new)
 
@@ -213,7 +213,7 @@ def open_items_count(*, annotator: User) -> int:
         tasks=Count("task_id", distinct=True, filter=Q(batch__allow_repeat_tasks=False, task__isnull=False)),
         others=Count("id", filter=Q(batch__allow_repeat_tasks=True) | Q(task__isnull=True)),
     )
-    remaining = counts["tasks"] + counts["others"]
+    remaining: int = counts["tasks"] + counts["others"]
     if annotator.crowd_batch_id and remaining:
         share = participant_share(annotator, Batch.objects.get(pk=annotator.crowd_batch_id))
         if share is not None and share.left is not None:

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import threading
+from collections.abc import Mapping
 
 from channels.layers import get_channel_layer
 
@@ -70,5 +71,5 @@ def publish_chunk(session_id: int, round_index: int, seq: int, text: str) -> Non
     _send(session_group(session_id), {"type": "chunk", "round": round_index, "seq": seq, "text": text})
 
 
-def publish_snapshot(session_id: int, snapshot: dict) -> None:
+def publish_snapshot(session_id: int, snapshot: Mapping[str, object]) -> None:
     _send(session_group(session_id), {"type": "snapshot", "session": snapshot})

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import NotRequired, TypedDict
+
 from django.db.models import Count, Prefetch, Q, QuerySet
+from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -12,7 +15,83 @@ from annotate.sessions.failures import failure_kind, failure_plain_message
 from annotate.shares import counted_skips, is_participant_of
 
 
-def sessions_with_task():
+class RoundPayload(TypedDict):
+    """A round as the annotator's page shows it (round_payload)."""
+
+    index: int
+    feedback_text: str
+    feedback_kind: str
+    leak_flagged: bool
+    generation_status: str
+    answer_text: str
+    stream_seq: int
+    extracted_answer: str
+    verdict: bool | None
+    verdict_source: str
+    error: str
+    error_kind: str
+    latency_ms: int | None
+    first_token_ms: int | None
+
+
+class TaskFields(TypedDict):
+    """What a task is, without its ground truth (task_fields)."""
+
+    id: str
+    category: str
+    question: str
+    options: list[str]
+    answer_type: str
+
+
+class SnapshotTask(TaskFields):
+    images: list[str]
+
+
+class SnapshotModel(TypedDict):
+    name: str
+    label: str
+    simulated: bool
+
+
+class SessionSnapshot(TypedDict):
+    """Everything the annotator's page shows (session_snapshot). The ground truth is there only once revealed;
+    a manual task's reference, to judge against, before that."""
+
+    id: int
+    status: str
+    corrected_round: int | None
+    max_rounds: int
+    model: SnapshotModel
+    task: SnapshotTask
+    rounds: list[RoundPayload]
+    next_round: int | None
+    feedback_draft: str
+    ground_truth_revealed: bool
+    ended_as: NotRequired[str]
+    ground_truth: NotRequired[str]
+    judging_reference: NotRequired[str]
+
+
+class ItemProgress(TypedDict):
+    number: int
+    share: int | None
+    last_of_share: bool
+
+
+class KindProgress(TypedDict):
+    label: str | Promise
+    completed: int
+    in_progress: int
+
+
+class AnnotatorProgress(TypedDict):
+    completed: int
+    in_progress: int
+    by_kind: list[KindProgress]
+
+
+def sessions_with_task() -> QuerySet[Session]:
     """Sessions with what `session_snapshot` and the session services need besides rounds and images."""
     return Session.objects.select_related("task", "model_config", "batch")
 
@@ -74,7 +153,7 @@ def ground_truth_revealed(session: Session, rounds: list[Round] | None = None) -
     )
 
 
-def round_payload(rnd: Round) -> dict:
+def round_payload(rnd: Round) -> RoundPayload:
     return {
         "index": rnd.index,
         "feedback_text": rnd.feedback_text,
@@ -94,13 +173,13 @@ def round_payload(rnd: Round) -> dict:
     }
 
 
-def task_fields(task: Task) -> dict:
+def task_fields(task: Task) -> TaskFields:
     """What a task is, as the annotator's page and the exports show it: never its ground truth."""
     return {"id": task.external_id, "category": task.category, "question": task.question, "options": task.options,
             "answer_type": task.answer_type}
 
 
-def session_snapshot(session: Session, rounds: list[Round] | None = None) -> dict:
+def session_snapshot(session: Session, rounds: list[Round] | None = None) -> SessionSnapshot:
     """Everything the annotator's page shows. Never includes the ground truth before it is revealed.
 
     Two queries (rounds, images) on a session loaded with its task, batch and model (`access_session`); one
@@ -108,7 +187,7 @@ def session_snapshot(session: Session, rounds: list[Round] | None = None) -> dic
     rounds = rounds_in_order(session.pk) if rounds is None else rounds
     task = session.task
     revealed = ground_truth_revealed(session, rounds)
-    snapshot = {
+    snapshot: SessionSnapshot = {
         "id": session.id,
         "status": session.status,
         "corrected_round": session.corrected_round,
@@ -133,11 +212,13 @@ def session_snapshot(session: Session, rounds: list[Round] | None = None) -> dic
 
 def _how_it_ended(session: Session) -> str:
     """An abandoned session was either skipped by its annotator or left until its lease ran out."""
+    if session.assignment_id is None:  # no assignment (nothing to skip): the lease ran out
+        return "expired"
     skipped = Assignment.objects.filter(pk=session.assignment_id, status=Assignment.Status.SKIPPED).exists()
     return "skipped" if skipped else "expired"
 
 
-def item_progress(session: Session, viewer: User) -> dict:
+def item_progress(session: Session, viewer: User) -> ItemProgress:
     """Where this item stands in its annotator's work on the batch: its number among their items that count
     (finished or under way; skipped ones where the batch counts them) and, shown to an invited participant of the
     batch, their share and whether this item is its last. Annotators with an account have no share."""
@@ -178,7 +259,7 @@ WORK_NOUNS = {Batch.Kind.INTERFEEDBACK: gettext_lazy("InterFeedback sessions"),
               Batch.Kind.FIRE: gettext_lazy("FIRE conversations"), Batch.Kind.PREFERENCE: gettext_lazy("preference items")}
 
 
-def annotator_progress(user: User) -> dict:
+def annotator_progress(user: User) -> AnnotatorProgress:
     """The annotator's work of every kind (InterFeedback sessions, FIRE conversations, preference items): finished
     and under way, in total and per kind, from their assignments (one grouped query)."""
     rows = (
@@ -194,5 +275,6 @@ def annotator_progress(user: User) -> dict:
     return {
         "completed": sum(c["completed"] for c in counts.values()),
         "in_progress": sum(c["in_progress"] for c in counts.values()),
-        "by_kind": [{"label": noun, **counts[kind]} for kind, noun in WORK_NOUNS.items() if kind in counts],
+        "by_kind": [{"label": noun, "completed": counts[kind]["completed"], "in_progress": counts[kind]["in_progress"]}
+                    for kind, noun in WORK_NOUNS.items() if kind in counts],
     }

@@ -7,6 +7,7 @@ task dispatched on commit (never inside a web request).
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -34,7 +35,7 @@ def round_generation_queue(round_id: int, config: ModelConfig) -> None:
     """Queue the model call after commit, on the config's model queue and with its time limits."""
     options = {"queue": config.queue_name, "soft_time_limit": config.soft_time_limit, "time_limit": config.time_limit}
 
-    def send():
+    def send() -> None:
         try:
             queue_contract.send_task(queue_contract.ROUND_GENERATE, args=[round_id], **options)
         except Exception:  # broker down: say so on the page (Retry), never run the model in the web process
@@ -57,7 +58,7 @@ def session_new(*, assignment: Assignment) -> tuple[Session, Round]:
     item = assignment.work_item
     session = Session(
         batch_id=item.batch_id,
-        task_id=item.task_id,
+        task_id=cast(int, item.task_id),  # an InterFeedback item: it has a task (work_item_task_xor_conversation)
         model_config=item.model_config,  # loaded with the item by the queue: no query here
         annotator_id=assignment.annotator_id,
         assignment=assignment,
@@ -257,7 +258,7 @@ def round_record_verdict(*, session_id: int, correct: bool, annotator: User | No
         session = _find_session(session_id, annotator, for_update=True)
         if session.status != Session.Status.AWAITING_VERDICT:
             raise Conflict(_("This session is not waiting for your verdict."))
-        rnd = session.rounds.order_by("-index").first()
+        rnd = cast(Round, session.rounds.order_by("-index").first())  # awaiting a verdict: on its last round
         rnd.final_verdict = bool(correct)
         rnd.verdict_source = Round.VerdictSource.ANNOTATOR
         rnd.save(update_fields=["final_verdict", "verdict_source"])

@@ -4,7 +4,10 @@ seconds."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from annotate.watch.selectors import Dashboard
 
 WIDTH, HEIGHT, PAD = 480, 160, 6
 
@@ -17,6 +20,6 @@ def progress_points(cumulative: list[int], needed: int) -> str:
                     for i, value in enumerate(cumulative))
 
 
-def progress_svg(snapshot: dict[str, Any]) -> dict[str, Any]:
+def progress_svg(snapshot: Dashboard) -> dict[str, int | str]:
     return {"width": WIDTH, "height": HEIGHT, "points": progress_points(snapshot["cumulative"],
                                                                          snapshot["totals"]["needed"])}

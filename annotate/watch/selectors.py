@@ -6,8 +6,9 @@ from a handful of grouped queries."""
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import timedelta
-from typing import Any
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, TypedDict
 
 from celery import current_app
 from django.db.models import Count, F, Q, Sum, Value
@@ -30,10 +31,87 @@ from annotate.watch.pace import completions_per_working_hour
 HOURS_SHOWN = 24  # sessions per hour and the progress plot cover the last day
 
 
-def _progress(rows, key: str, order: list[str] | None = None) -> list[dict[str, Any]]:
+class Slots(TypedDict):
+    """Sessions (or ratings, K per item) of a model, a category or the batch."""
+
+    name: str
+    needed: int
+    done: int
+    in_progress: int
+    left: int
+
+
+class DashboardBatch(TypedDict):
+    id: int
+    name: str
+    kind: str
+    overlap: int
+
+
+class HourCount(TypedDict):
+    hour: str  # ISO 8601, the start of the hour
+    completed: int
+
+
+class SkipCount(TypedDict):
+    reason: str
+    count: int
+
+
+class FailureCounts(TypedDict):
+    last_hour: int
+    total: int
+    failing_now: int
+
+
+class ModelFailures(FailureCounts):
+    model: str
+    latest: str  # the latest failure's full text (researchers only), at most 500 characters
+
+
+class QueueDepth(TypedDict):
+    queue: str
+    depth: int | None  # None: the broker could not be asked
+
+
+class UnavailableModel(TypedDict):
+    model: str
+    since: str
+    reason: str
+
+
+class Dashboard(TypedDict):
+    """The snapshot the page, the API and the WebSocket share (batch_dashboard)."""
+
+    batch: DashboardBatch
+    generated_at: str
+    totals: dict[str, int]
+    by_model: list[Slots]
+    by_category: list[Slots]
+    per_hour: list[HourCount]
+    cumulative: list[int]
+    pace_per_hour: float
+    pace_hours_worked: float
+    eta_seconds: int | None
+    capacity: dict[str, int | str | bool] | None
+    active_annotators: int
+    skips: list[SkipCount]
+    skips_total: int
+    leak_warnings: int
+    model_errors: list[ModelFailures]
+    queues: list[QueueDepth]
+    unavailable_models: list[UnavailableModel]
+    participants: dict[str, int]
+
+
+# A grouped row of work items: ``needed``, ``done`` and ``active`` slots (NULL over no rows) and the row's name.
+SlotRow = Mapping[str, Any]
+
+
+def _progress(rows: Iterable[SlotRow], key: str, order: list[str] | None = None) -> list[Slots]:
     """Grouped work-item rows -> slots (sessions or ratings K per item) needed, done, under way, left; in ``order``
     (names not in it after, by name), else by name."""
-    out = []
+    out: list[Slots] = []
     for row in rows:
         needed, done, active = row["needed"] or 0, row["done"] or 0, row["active"] or 0
         active = min(active, needed - done)
@@ -43,11 +121,11 @@ def _progress(rows, key: str, order: list[str] | None = None) -> list[dict[str, 
     return sorted(out, key=lambda r: (rank.get(r["name"], len(rank)), r["name"]))
 
 
-def _totals(parts: list[dict[str, Any]]) -> dict[str, int]:
+def _totals(parts: list[Slots]) -> dict[str, int]:
     return {key: sum(p[key] for p in parts) for key in ("needed", "done", "in_progress", "left")}
 
 
-def _queue_depths(models: list[ModelConfig]) -> list[dict[str, Any]]:
+def _queue_depths(models: list[ModelConfig]) -> list[QueueDepth]:
     """Messages waiting in each model queue, asked of the broker through Celery's connection (any broker URL the
     workers use); None when the broker cannot be asked."""
     names = sorted({m.queue_name for m in models})
@@ -67,7 +145,7 @@ def _queue_depths(models: list[ModelConfig]) -> list[dict[str, Any]]:
     return [{"queue": name, "depth": depth} for name, depth in zip(names, depths, strict=True)]
 
 
-def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
+def batch_dashboard(batch: Batch, *, now: datetime | None = None) -> Dashboard:
     now = now or timezone.now()
     overlap = batch.overlap
     slots = {"needed": Count("id") * overlap, "done": Sum(Least(F("completed_count"), Value(overlap))),
@@ -85,7 +163,7 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
     hourly = dict(assignments.filter(status=Assignment.Status.COMPLETED, finished_at__gte=since)
                   .annotate(hour=TruncHour("finished_at")).values_list("hour").annotate(n=Count("id")))
     first_hour = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=HOURS_SHOWN - 1)
-    per_hour = [{"hour": (first_hour + timedelta(hours=h)).isoformat(),
+    per_hour: list[HourCount] = [{"hour": (first_hour + timedelta(hours=h)).isoformat(),
                  "completed": hourly.get(first_hour + timedelta(hours=h), 0)} for h in range(HOURS_SHOWN)]
     pace = completions_per_working_hour(assignments, now)
     capacity = batch_capacity(batch)
@@ -93,7 +171,8 @@ def batch_dashboard(batch: Batch, *, now=None) -> dict[str, Any]:
     can_finish = capacity is None or not capacity.short
     eta_seconds = round(totals["left"] / pace.per_hour * 3600) if pace.per_hour and can_finish else None
     before = assignments.filter(status=Assignment.Status.COMPLETED, finished_at__lt=since).count()
-    cumulative, running = [], before
+    cumulative: list[int] = []
+    running = before
     for bucket in per_hour:
         running += bucket["completed"]
         cumulative.append(running)
@@ -141,10 +220,10 @@ def _participants(batch: Batch) -> dict[str, int]:
     return counts
 
 
-def _failed_model_calls(batch: Batch, now) -> list[dict[str, Any]]:
+def _failed_model_calls(batch: Batch, now: datetime) -> list[ModelFailures]:
     """Per model: failed model calls in the last hour and since the batch began (kept when a round is retried),
     rounds failed right now (waiting for Retry) and the latest of their errors in full."""
-    counts: defaultdict[str, dict[str, int]] = defaultdict(lambda: {"last_hour": 0, "total": 0, "failing_now": 0})
+    counts: defaultdict[str, FailureCounts] = defaultdict(lambda: {"last_hour": 0, "total": 0, "failing_now": 0})
     hour_ago = now - timedelta(hours=1)
     for display, slug, last_hour, total in (
             RoundFailure.objects.filter(batch=batch).values_list("model_config__display_name", "model_config__name")

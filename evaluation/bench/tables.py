@@ -4,6 +4,7 @@ the shared round-0 answers and the run's detail and simple sessions."""
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TypedDict
 
 from annotate.bench.selectors import run_providers, run_receivers
 from annotate.errors import NotFound
@@ -103,10 +104,10 @@ def human_replay_table(run: BenchRun, *, digits: int = 1) -> Table:
     sessions = Session.objects.filter(bench_run=run, feedback_kind=BenchRun.Feedback.HUMAN,
                                       status=Session.Status.COMPLETED)
     outcomes: dict[int, list[int | None]] = {}
-    for receiver, corrected in sessions.values_list("model_config_id", "corrected_round"):
-        outcomes.setdefault(receiver, []).append(corrected)
+    for receiver_id, corrected in sessions.values_list("model_config_id", "corrected_round"):
+        outcomes.setdefault(receiver_id, []).append(corrected)
     replayed = run.max_rounds
-    if run.human_session_id:  # the person's rounds of feedback, as the engine replays them
+    if run.human_session is not None:  # the person's rounds of feedback, as the engine replays them
         replayed = min(replayed, run.human_session.rounds.filter(index__gte=1).count())
     rounds = range(1, replayed + 1)
     columns = ["Receiver", "# Test"]
@@ -175,7 +176,18 @@ def _rate_ci(corrected: list[bool]) -> str:
     return f"[{100 * low:.1f}, {100 * high:.1f}]"
 
 
-def mcnemar_exact(human: list[bool], lmm: list[bool]) -> dict:
+class McNemar(TypedDict):
+    """The 2x2 counts of paired outcomes and the exact p-value (None: no pairs)."""
+
+    n: int
+    both: int
+    human_only: int
+    lmm_only: int
+    neither: int
+    p_value: float | None
+
+
+def mcnemar_exact(human: list[bool], lmm: list[bool]) -> McNemar:
     """Paired outcomes on the same tasks: the 2x2 counts and statsmodels' exact McNemar p-value."""
     from statsmodels.stats.contingency_tables import mcnemar
 
@@ -212,18 +224,18 @@ def comparison_tables(run: BenchRun, *, digits: int = 1) -> list[Table]:
                 sources[f"LMM {kind}"] = [lmm[(receiver.pk, provider.pk, kind, t)] for t in tasks]
             for source, outcomes in sources.items():
                 by_k = [[o is not None and o <= k for o in outcomes] for k in rounds]
-                by_round.append([receiver.label, provider.label, source, len(tasks)]
-                                + [percent(Fraction(sum(c), len(c)), digits) for c in by_k]
-                                + [_rate_ci(c) for c in by_k])
+                by_round.append([receiver.label, provider.label, source, len(tasks),
+                                 *(percent(Fraction(sum(c), len(c)), digits) for c in by_k),
+                                 *(_rate_ci(c) for c in by_k)])
             for category in sorted({categories[t] for t in tasks}):
                 members = [i for i, t in enumerate(tasks) if categories[t] == category]
                 corrected = {source: [outcomes[i] is not None for i in members] for source, outcomes in sources.items()}
                 names = ["Human", "LMM detail", "LMM simple"]
                 by_category.append(
-                    [receiver.label, provider.label, category, len(members)]
-                    + [percent(Fraction(sum(corrected[n]), len(members)), digits) if n in corrected else None
-                       for n in names]
-                    + [_rate_ci(corrected[n]) if n in corrected else None for n in names])
+                    [receiver.label, provider.label, category, len(members),
+                     *(percent(Fraction(sum(corrected[n]), len(members)), digits) if n in corrected else None
+                       for n in names),
+                     *(_rate_ci(corrected[n]) if n in corrected else None for n in names)])
             for kind in kinds:
                 test = mcnemar_exact([o is not None for o in sources["Human"]],
                                      [o is not None for o in sources[f"LMM {kind}"]])

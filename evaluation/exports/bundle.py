@@ -19,6 +19,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import IO
 from urllib.parse import urlsplit, urlunsplit
 
 from annotate.errors import ApplicationError
@@ -48,6 +49,8 @@ REMOVED = "<removed: secret>"
 
 # (what is being written, session lines written so far: two per session, one in each sessions file)
 Progress = Callable[[str, int], None]
+# A JSON value as a JSONField holds it (a model's backend and generation settings).
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 
 
 @dataclass
@@ -82,7 +85,7 @@ def _redact_url(value: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query="&".join(pairs)))
 
 
-def _redact_value(key: str, value):
+def _redact_value(key: str, value: JSONValue) -> JSONValue:
     if _secret_name(key):
         return value if isinstance(value, dict | list) else REMOVED  # a dict or list: its own keys decide
     if not isinstance(value, str):
@@ -93,7 +96,7 @@ def _redact_value(key: str, value):
     return REMOVED if looks_like_a_key(value) else value  # a key pasted anywhere, a *_env name's place included
 
 
-def redact(settings):
+def redact(settings: JSONValue) -> JSONValue:
     """The settings with only secrets replaced by a marker: keys, tokens, passwords, credentials (by their
     setting's name, or a value that looks like a key). Every other setting, generation settings and names of
     environment variables included, stays as the run used it."""
@@ -105,7 +108,7 @@ def redact(settings):
     return settings
 
 
-def models_document(batch: Batch) -> dict:
+def models_document(batch: Batch) -> dict[str, object]:
     models = list(batch.models_to_evaluate.order_by("name")) or list(
         ModelConfig.objects.filter(pk__in=OutcomeCounter.objects.filter(batch=batch).values("model_config_id"))
         .order_by("name"))  # no models set (a bench or replayed batch): the models its counted sessions ran
@@ -131,7 +134,7 @@ def _model_names(model_ids: list[int]) -> list[str]:
     return [names[pk] for pk in model_ids if pk in names]
 
 
-def prompts_document(batch: Batch) -> dict:
+def prompts_document(batch: Batch) -> dict[str, object]:
     return {"templates": {**DEFAULT_TEMPLATES, **(batch.prompt_templates or {})},
             "changed_from_default": sorted(batch.prompt_templates or {})}
 
@@ -190,7 +193,7 @@ def _files(batch: Batch, skipped: dict[str, str]) -> Iterator[BundleFile]:
                 "names of API-key environment variables only, never keys", json_bytes(models_document(batch)))
 
 
-def json_bytes(document) -> bytes:
+def json_bytes(document: object) -> bytes:
     return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode()
 
 
@@ -218,7 +221,7 @@ def _readme(batch: Batch, described: list[tuple[str, str]], skipped: dict[str, s
     return ("\n".join(lines) + "\n").encode()
 
 
-def bundle_write(batch: Batch, handle, *, progress: Progress | None = None) -> BundleSummary:
+def bundle_write(batch: Batch, handle: IO[bytes], *, progress: Progress | None = None) -> BundleSummary:
     """Write the bundle as a zip into the open binary file ``handle``."""
     started = time.perf_counter()
     skipped: dict[str, str] = {}

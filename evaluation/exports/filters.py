@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
+from django.http import HttpRequest
 
 from annotate.errors import ApplicationError
 from evaluation.models import NEVER
@@ -69,8 +72,9 @@ class ReportFilterForm(forms.Form):
     date_to = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
     outcome = forms.ChoiceField(required=False, choices=OUTCOME_CHOICES)
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         if data.get("date_from") and data.get("date_to") and data["date_from"] > data["date_to"]:
             raise forms.ValidationError("date_from is after date_to.")
         return data
@@ -90,12 +94,12 @@ class ReportFilterForm(forms.Form):
 
 def form_error_text(form: forms.Form) -> str:
     return "; ".join(
-        f"{field}: {' '.join(errors)}" if field != "__all__" else " ".join(errors)
+        f"{field}: {' '.join(map(str, errors))}" if field != "__all__" else " ".join(map(str, errors))
         for field, errors in form.errors.items()
     )
 
 
-def parse_filters(params) -> ReportFilters:
+def parse_filters(params: Mapping[str, object]) -> ReportFilters:
     """Filters from a query dict (or any mapping); bad values raise ApplicationError naming the parameter."""
     form = ReportFilterForm(params)
     if not form.is_valid():
@@ -103,7 +107,7 @@ def parse_filters(params) -> ReportFilters:
     return form.filters()
 
 
-def filters_from_request(request) -> tuple[ReportFilterForm, ReportFilters, str]:
+def filters_from_request(request: HttpRequest) -> tuple[ReportFilterForm, ReportFilters, str]:
     """(form, filters, error): bad filter values show as a message on the page and are ignored."""
     form = ReportFilterForm(request.GET or None)
     if form.is_bound and form.is_valid():

@@ -20,7 +20,9 @@ import gzip
 import logging
 import tempfile
 import time
-from datetime import timedelta
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import IO, TypedDict, cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -118,34 +120,52 @@ def _progress(job: Job, done: int, expected: int) -> None:
     )
 
 
+class BundleReport(TypedDict, total=False):
+    """What a bundle job adds to its report."""
+
+    files: list[str]
+    skipped: dict[str, str]  # what the bundle lacks -> why
+
+
+def _batch(job: Job) -> Batch:
+    """The job's batch (loaded with the job); a job whose batch was deleted is never run nor downloaded."""
+    if job.batch is None:
+        raise NotFound("The batch of this export no longer exists.")
+    return job.batch
+
+
 def _is_bundle(job: Job) -> bool:
     return (job.params or {}).get("export") == BUNDLE
 
 
-def _write_bundle(job: Job, handle) -> tuple[int, int, dict]:
+def _write_bundle(job: Job, handle: IO[bytes]) -> tuple[int, int, BundleReport]:
     """Write the study bundle; progress is the share of session lines written (they are nearly all the work)."""
-    expected = exports.export_size(job.batch, "sessions") if kind_of(job.batch).counts_sessions else 0
+    batch = _batch(job)
+    expected = exports.export_size(batch, "sessions") if kind_of(batch).counts_sessions else 0
 
     def progress(message: str, lines: int) -> None:
         share = min(0.99, round(lines / (2 * expected), 3)) if expected else 0.0
         Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, started_at=job.started_at).update(
             progress=share, message=message)
 
-    summary = bundle.bundle_write(job.batch, handle, progress=progress)
+    summary = bundle.bundle_write(batch, handle, progress=progress)
     return summary.sessions, expected, {"files": summary.files, "skipped": summary.skipped}
 
 
-def _write(job: Job, handle) -> tuple[int, int]:
+def _write(job: Job, handle: IO[bytes]) -> tuple[int, int]:
     """Write the export into the open binary file `handle`. Returns (sessions written, sessions expected)."""
+    batch = _batch(job)
     params = job.params or {}
     filters = parse_filters(params.get("filters") or {})
     fmt = params.get("format", "jsonl")
     # The expected total is read from the counters (one indexed count), what the report page shows; progress is
     # an estimate capped below 1 until the last line is written, and the report gives the exact number.
-    expected = exports.export_size(job.batch, "sessions", filters)
+    expected = exports.export_size(batch, "sessions", filters)
     _progress(job, 0, expected)
-    stream = exports.build_export(job.batch, "sessions", fmt, filters).stream
-    out = gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, compresslevel=GZIP_LEVEL) if params.get("gzip") else handle
+    # The sessions export is always streamed (evaluation.exports.registry), never held in memory.
+    stream = cast(Iterator[bytes], exports.build_export(batch, "sessions", fmt, filters).stream)
+    out: IO[bytes] | gzip.GzipFile = (
+        gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, compresslevel=GZIP_LEVEL) if params.get("gzip") else handle)
     written = 0
     try:
         for written, line in enumerate(stream, 1):
@@ -160,9 +180,9 @@ def _write(job: Job, handle) -> tuple[int, int]:
 
 def download_filename(job: Job) -> str:
     if _is_bundle(job):
-        return bundle.bundle_filename(job.batch)
+        return bundle.bundle_filename(_batch(job))
     params = job.params or {}
-    name = exports.export_filename(job.batch, "sessions", params.get("format", "jsonl"))
+    name = exports.export_filename(_batch(job), "sessions", params.get("format", "jsonl"))
     return name + (".gz" if params.get("gzip") else "")
 
 
@@ -197,7 +217,7 @@ def sessions_export_job_run(*, job_id: int) -> Job | None:
     started = time.perf_counter()
     try:
         with tempfile.TemporaryFile() as handle:
-            extra: dict = {}
+            extra: BundleReport = {}
             if _is_bundle(job):
                 written, expected, extra = _write_bundle(job, handle)
             else:
@@ -247,7 +267,7 @@ def export_job_for_batch(batch: Batch, job_id: int) -> Job:
     return job
 
 
-def export_job_for_download(user, batch_id: int, job_id: int) -> Job:
+def export_job_for_download(user: User, batch_id: int, job_id: int) -> Job:
     """A finished export's job, for a user who may read its batch (a researcher member, or an admin).
 
     Anyone else gets NotFound, as for a missing batch (no probing of ids); an unfinished job is a Conflict.
@@ -263,7 +283,7 @@ def export_job_for_download(user, batch_id: int, job_id: int) -> Job:
     if job.report.get("expired_at"):
         raise Gone(f"The file of export {job_id} was deleted on {job.report['expired_at'][:10]} after "
                    f"{settings.EXPORT_RETENTION_DAYS} days (the retention period); run the export again.")
-    if not job.result_file or not job.result_file.storage.exists(job.result_file.name):
+    if not job.result_file.name or not job.result_file.storage.exists(job.result_file.name):
         raise NotFound(f"The file of export {job_id} is no longer stored; run the export again.")
     return job
 
@@ -271,7 +291,7 @@ def export_job_for_download(user, batch_id: int, job_id: int) -> Job:
 # --- retention --------------------------------------------------------------------------------------
 
 
-def export_files_expire(*, now=None, dry_run: bool = False) -> list[int]:
+def export_files_expire(*, now: datetime | None = None, dry_run: bool = False) -> list[int]:
     """Delete the files of export jobs that finished more than EXPORT_RETENTION_DAYS ago (0: keep forever). The
     job rows stay, marked expired, so a download says why it is gone. Returns the ids of the jobs expired."""
     days = settings.EXPORT_RETENTION_DAYS
@@ -280,7 +300,7 @@ def export_files_expire(*, now=None, dry_run: bool = False) -> list[int]:
     now = now or timezone.now()
     old = Job.objects.filter(kind=Job.Kind.EXPORT, status=Job.Status.SUCCEEDED,
                              finished_at__lt=now - timedelta(days=days)).exclude(result_file="")
-    expired = []
+    expired: list[int] = []
     for job in old.iterator():
         if dry_run:
             expired.append(job.pk)

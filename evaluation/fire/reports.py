@@ -18,17 +18,22 @@ raters score one conversation). The functions the researcher pages, the API and 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from statistics import mean
-from typing import Literal
+from typing import Literal, TypedDict, cast
 
 from django.db.models import Prefetch
 
 from annotate.errors import ApplicationError
 from annotate.models import Batch, Conversation, Rating, Turn
 from evaluation.fire.metrics import (
+    Rating as RatingTriple,
+)
+from evaluation.fire.metrics import (
+    TurnKind,
     disagreement_items,
     fire_rating_table,
     krippendorff_alpha,
@@ -36,7 +41,7 @@ from evaluation.fire.metrics import (
     summarize_ratings,
 )
 from evaluation.stats import round_half_up
-from evaluation.table import Table
+from evaluation.table import Cell, Table
 
 SCALE = [1, 2, 3, 4, 5]
 NO_SPLIT = "(no split)"
@@ -51,7 +56,7 @@ class RatingRow:
     source: str
     turn: int  # the number the rating page shows: the turn's index + 1
     role: str
-    kind: str
+    kind: TurnKind
     annotator: str  # pseudonym
     score: int
     comment: str
@@ -70,8 +75,10 @@ def fire_rating_rows(batch: Batch) -> list[RatingRow]:
         .values_list("turn__conversation__external_id", "turn__conversation__split", "turn__conversation__source",
                      "turn__index", "turn__role", "turn__kind", "annotator__pseudonym", "score", "comment")
     )
-    return [RatingRow(conversation, split, source, index + 1, *rest)
-            for conversation, split, source, index, *rest in rows]
+    # The filter above: the kind is one of RATED_KINDS, the score is set.
+    return [RatingRow(conversation, split, source, index + 1, role, cast(TurnKind, kind), annotator,
+                      cast(int, score), comment)
+            for conversation, split, source, index, role, kind, annotator, score, comment in rows]
 
 
 def fire_rating_counts(batch: Batch) -> tuple[int, int, int]:
@@ -118,17 +125,20 @@ def fire_rating_summary(batch: Batch, by: GroupBy = "split", *, digits: int = 2,
         raise ApplicationError(f"Unknown grouping {by!r}; expected split, source or turn.", code="bad_grouping")
     rows = _rows_or_error(batch)
 
-    def key(row: RatingRow):
-        group = {"split": row.split or NO_SPLIT, "source": row.source or NO_SOURCE, "turn": row.turn}[by]
+    def key(row: RatingRow) -> tuple[str | int, TurnKind]:
+        groups: dict[str, str | int] = {"split": row.split or NO_SPLIT, "source": row.source or NO_SOURCE,
+                                        "turn": row.turn}
+        group = groups[by]
         return (group, row.kind)
 
-    summaries = summarize_ratings(((key(r), r.score, r.conversation) for r in rows), n_resamples=n_resamples,
-                                  seed=seed)
-    first_seen = {group: n for n, group in enumerate(dict.fromkeys(group for group, _ in summaries))}
-    table_rows = []
+    scored = [(key(r), r.score, r.conversation) for r in rows]
+    summaries = summarize_ratings(scored, n_resamples=n_resamples, seed=seed)
+    keys = list(dict.fromkeys(k for k, _, _ in scored))  # the summaries' keys, typed
+    first_seen = {group: n for n, group in enumerate(dict.fromkeys(group for group, _ in keys))}
+    table_rows: list[list[Cell]] = []
     # Groups in file order (turns by index), feedback before response within a group.
-    for (group, kind), summary in sorted(summaries.items(), key=lambda item: (
-            item[0][0] if by == "turn" else first_seen[item[0][0]], item[0][1])):
+    for group, kind in sorted(keys, key=lambda k: (k[0] if by == "turn" else first_seen[k[0]], k[1])):
+        summary = summaries[(group, kind)]
         ci = summary.ci
         table_rows.append([group, kind, summary.count, round_half_up(summary.mean, digits),
                            round_half_up(ci.low, digits) if ci else None,
@@ -144,7 +154,7 @@ def fire_rating_summary(batch: Batch, by: GroupBy = "split", *, digits: int = 2,
     )
 
 
-def _triples(rows: list[RatingRow]):
+def _triples(rows: list[RatingRow]) -> list[RatingTriple]:
     return [(row.item, row.annotator, row.score) for row in rows]
 
 
@@ -162,9 +172,28 @@ def _round(value: float | None, digits: int = 3) -> Decimal | None:
     return None if value is None else round_half_up(value, digits)
 
 
-def fire_agreement(batch: Batch) -> list[dict]:
+class KappaPair(TypedDict):
+    rater_a: str  # pseudonyms
+    rater_b: str
+    kappa: float | None  # None: fewer than 2 shared turns, or undefined
+
+
+class Agreement(TypedDict):
+    """Inter-rater agreement in one scope: the batch, or one source."""
+
+    scope: str
+    items: int
+    raters: int
+    ratings: int
+    alpha_ordinal: float | None
+    alpha_interval: float | None
+    kappa_mean: float | None
+    kappa_pairs: list[KappaPair]
+
+
+def fire_agreement(batch: Batch) -> list[Agreement]:
     """Agreement per scope (the batch, then each source): alpha ordinal/interval and pairwise kappa."""
-    result = []
+    result: list[Agreement] = []
     for scope, rows in _scopes(_rows_or_error(batch)):
         triples = _triples(rows)
         kappas = pairwise_weighted_kappa(triples, labels=SCALE)
@@ -177,13 +206,13 @@ def fire_agreement(batch: Batch) -> list[dict]:
             "alpha_ordinal": krippendorff_alpha(triples, level="ordinal", value_domain=SCALE),
             "alpha_interval": krippendorff_alpha(triples, level="interval"),
             "kappa_mean": mean(defined) if defined else None,
-            "kappa_pairs": [{"rater_a": a, "rater_b": b, "kappa": k} for (a, b), k in kappas.items()],
+            "kappa_pairs": [{"rater_a": str(a), "rater_b": str(b), "kappa": k} for (a, b), k in kappas.items()],
         })
     return result
 
 
 def fire_agreement_table(batch: Batch) -> Table:
-    rows = [
+    rows: list[list[Cell]] = [
         [s["scope"], s["items"], s["raters"], s["ratings"], _round(s["alpha_ordinal"]), _round(s["alpha_interval"]),
          _round(s["kappa_mean"]), len(s["kappa_pairs"])]
         for s in fire_agreement(batch)
@@ -199,7 +228,7 @@ def fire_agreement_table(batch: Batch) -> Table:
 
 
 def fire_kappa_table(batch: Batch) -> Table:
-    rows = [[s["scope"], p["rater_a"], p["rater_b"], _round(p["kappa"])]
+    rows: list[list[Cell]] = [[s["scope"], p["rater_a"], p["rater_b"], _round(p["kappa"])]
             for s in fire_agreement(batch) for p in s["kappa_pairs"]]
     return Table(title=f"Pairwise quadratic-weighted kappa — {batch.name}",
                  columns=["Scope", "Rater A", "Rater B", "Kappa"], rows=rows,
@@ -208,12 +237,12 @@ def fire_kappa_table(batch: Batch) -> Table:
 
 def fire_disagreements_table(batch: Batch, *, top: int = 20) -> Table:
     rows = _rows_or_error(batch)
-    kinds = {row.item: row.kind for row in rows}
+    turns: dict[Hashable, RatingRow] = {row.item: row for row in rows}  # any rating of a turn names it
     found = disagreement_items(_triples(rows), top=top)
     return Table(
         title=f"Turns with the largest rater disagreement — {batch.name}",
         columns=["Conversation", "Turn", "Kind", "Scores", "Spread", "Std"],
-        rows=[[d.item_id[0], d.item_id[1], kinds[d.item_id],
+        rows=[[turns[d.item_id].conversation, turns[d.item_id].turn, turns[d.item_id].kind,
                " ".join(f"{rater}={int(score)}" for rater, score in d.scores.items()),
                int(d.spread), _round(d.std, 2)] for d in found],
         notes=["Turn: its number on the rating page (1 = the first student response). Spread = highest minus lowest "
@@ -238,7 +267,7 @@ def _mean_json(scores: list[int]) -> float | int:
     return int(value) if value == value.to_integral_value() else float(value)
 
 
-def fire_conversations_export(batch: Batch) -> list[dict]:
+def fire_conversations_export(batch: Batch) -> list[dict[str, object]]:
     """The batch's conversations in the released FIRE JSON schema, each rated turn carrying ``turn`` (its number
     on the rating page), ``human_rating`` (the mean of its raters' final scores) and ``human_ratings``
     (``[{"annotator", "score", "comment"}]``)."""
@@ -249,15 +278,16 @@ def fire_conversations_export(batch: Batch) -> list[dict]:
         Conversation.objects.filter(batch=batch).order_by("position", "id").select_related("image")
         .prefetch_related(Prefetch("turns", queryset=turns))
     )
-    records = []
+    records: list[dict[str, object]] = []
     for conv in conversations:
-        record = {
+        conversation_turns: list[dict[str, object]] = []
+        record: dict[str, object] = {
             "id": conv.external_id,
             "image": conv.image_name,
             "img_path": conv.metadata.get("img_path", conv.image_name),
             "question": {"role": "user", "value": conv.question},
             "groundtruth": {"role": "user", "value": conv.ground_truth},
-            "conversations": [],
+            "conversations": conversation_turns,
             "source": conv.source,
             "round": conv.round,
             "score": conv.original_scores,
@@ -266,15 +296,15 @@ def fire_conversations_export(batch: Batch) -> list[dict]:
         for key, value in (conv.metadata.get("extra") or {}).items():
             record.setdefault(key, value)
         for turn in conv.turns.all():
-            entry = {"role": turn.role, "type": turn.kind, "value": turn.text}
+            entry: dict[str, object] = {"role": turn.role, "type": turn.kind, "value": turn.text}
             rated = list(turn.ratings.all())
             if rated:
                 entry["turn"] = turn.index + 1
-                entry["human_rating"] = _mean_json([r.score for r in rated])
+                entry["human_rating"] = _mean_json([r.score for r in rated if r.score is not None])  # all are
                 entry["human_ratings"] = [
                     {"annotator": r.annotator.pseudonym, "score": r.score, "comment": r.comment} for r in rated
                 ]
-            record["conversations"].append(entry)
+            conversation_turns.append(entry)
         records.append(record)
     return records
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from decimal import Decimal
 from fractions import Fraction
 
+from django.db.models import QuerySet
+
 from annotate.bench.fire_parsing import UNPARSED_SCORE, fixed_dialogue_reading
 from annotate.bench.selectors import run_providers, run_receivers
 from annotate.models import BenchRun, Conversation, FireRunTurn
@@ -21,7 +23,7 @@ def _number(value: float | Fraction | None, digits: int = DIGITS) -> Decimal | N
     return None if value is None else round_half_up(value, digits)
 
 
-def _turns(run: BenchRun):
+def _turns(run: BenchRun) -> QuerySet[FireRunTurn]:
     """The run's turns, without the conversations it ignores."""
     return FireRunTurn.objects.filter(run=run).exclude(conversation__external_id__in=run.ignored_ids)
 
@@ -33,7 +35,7 @@ def _ignored_note(run: BenchRun) -> list[str]:
     return [f"Left out: {left_out} conversation(s) of the {len(run.ignored_ids)} id(s) the run ignores."]
 
 
-def _text_scores(hypotheses: list[str], references: list[str]) -> list[Cell]:
+def _text_scores(hypotheses: list[str], references: list[str]) -> list[Decimal | None]:
     """BLEU-1..4 and CIDEr-D (pycocoevalcap, as FIRE's official code), one reference per hypothesis."""
     if not hypotheses:
         return [None] * 5
