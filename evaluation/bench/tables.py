@@ -137,6 +137,7 @@ def human_replay_table(run: BenchRun, *, digits: int = 1) -> Table:
                      run=run.pk, source=source),
         columns=columns, rows=rows,
         notes=[phrase("# Test = tasks replayed: the session's task, when the receiver was wrong at round 0."),
+               # xgettext:no-python-format ("% of" is not a placeholder: this phrase has no parameters)
                phrase("Corrected by round k = right in round k or before, with the person's feedback of rounds "
                       "1..k; % of # Test, rounded half up. '-' = nothing replayed.")],
     )
