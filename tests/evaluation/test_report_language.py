@@ -16,6 +16,7 @@ from django.utils import translation
 from annotate.models import ModelConfig, User
 from evaluation.exports.filters import ReportFilters
 from evaluation.interfeedback import selectors, services
+from tests.annotate.bench.test_bench_engine import bench_batch, run_all, start  # noqa: F401  (the fixture)
 from tests.evaluation.builders import sessions_from_counts
 from tests.evaluation.fire.test_fire_reports import rate_all
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
@@ -161,3 +162,46 @@ def test_a_fire_report_without_ratings_says_why_in_chinese(fire_batch):
     download = reader("en", fire_batch).get(reverse("research-fire-export", args=[fire_batch.id, "table-a1", "csv"]))
     assert download.status_code == 400
     assert download.content.decode() == "Batch 'fire-sample' has no final FIRE ratings to report yet."
+
+
+def test_the_preference_report_in_chinese_and_its_tables_in_english(tmp_path):
+    from tests.evaluation.preference.study import import_study, rate, raters
+
+    study = import_study(tmp_path)
+    rate(study, raters())
+    chinese = reader("zh-hans", study)
+    html = chinese.get(reverse("research-preferences", args=[study.id])).content.decode()
+    assert '<h2 id="h-pairs">两两偏好</h2>' in html and '<h2 id="h-scores">各模型的候选回答评分</h2>' in html
+    pairs = table_of(html, "pairs-table")
+    assert pairs["caption"] == f"两两偏好（胜 / 平 / 负）— {study.name}"
+    assert pairs["header"][:4] == ["模型 A", "模型 B", "条目数", "判断数"]
+    scores = table_of(html, "scores-table")
+    assert scores["header"][:5] == ["模型", "评分数", "有用性", "有用性 95% 置信区间下限", "有用性 95% 置信区间上限"]
+    agreement = table_of(html, "agreement-table")
+    assert agreement["rows"][0][0] == "全部评分者"
+    assert "模型按名称排序（名称中的数字按数值比较）。" in scores["notes"]
+
+    english = reader("en", study)
+    for name in ("pairs", "scores"):
+        url = reverse("research-preference-export", args=[study.id, name, "csv"])
+        assert chinese.get(url).content == english.get(url).content
+    scores_csv = chinese.get(reverse("research-preference-export", args=[study.id, "scores", "csv"])).content.decode()
+    assert scores_csv.startswith("Model,Ratings,Helpfulness,Helpfulness 95% CI low,Helpfulness 95% CI high,")
+
+
+def test_bench_tables_in_chinese_and_their_downloads_in_english(bench_batch):  # noqa: F811
+    run = start(bench_batch, lanes=1)
+    run_all(run)
+    chinese, english = reader("zh-hans", bench_batch), reader("en", bench_batch)
+    page = chinese.get(reverse("bench-run-page", args=[run.pk])).content.decode()
+    table1 = table_of(page, "bench-table")
+    assert table1["caption"].startswith(f"{bench_batch.name} 上的 InterFeedback-Bench（运行 {run.pk}）")
+    assert table1["header"] == ["", "p-one", "p-two"]  # the providers' group headings: as named
+    assert table1["rows"][0][:6] == ["模型", "准确率（%）", "负样本数", "测试样本数", "详细反馈（%）", "简单反馈（%）"]
+    compare = chinese.get(reverse("bench-compare-page", args=[run.pk])).content.decode()
+    assert table_of(compare, "compare-mcnemar")["header"][:3] == ["接收模型", "反馈模型", "比较"]
+    for url in (reverse("bench-run-table", args=[run.pk, "md"]), reverse("bench-compare-download", args=[run.pk, "csv"])):
+        assert chinese.get(url).content == english.get(url).content
+    table_md = english.get(reverse("bench-run-table", args=[run.pk, "md"])).content.decode()
+    assert table_md.startswith(f"**InterFeedback-Bench on {bench_batch.name} (run {run.pk}): correction rate with LMM")
+    assert "| # Test | Detail (%) | Simple (%) |" in table_md and "Column names as InterFeedback's Table 1." in table_md
