@@ -5,6 +5,7 @@ keeps English; and every phrase in the code has its translation in the catalogs.
 
 import json
 import pickle
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -107,6 +108,23 @@ def test_the_rating_page_shows_fire_criteria_and_scale_in_chinese_and_the_api_ke
     assert {p["label"] for t in api["turns"] for p in t["parts"]} >= {"Thought", "Answer", "Score", "Feedback"}
 
 
+@pytest.mark.django_db
+def test_the_preference_rating_page_names_its_three_dimensions_in_chinese(client, tmp_path):
+    from tests.evaluation.preference.study import import_study
+
+    batch = import_study(tmp_path)
+    rater = UserFactory(username="chen", language="zh-hans")
+    conversation = assignment_next(annotator=rater, batch=batch).work_item.conversation
+    client.force_login(rater)
+    body = client.get(reverse("fire-rate", args=[conversation.id])).content.decode()
+    legends = re.findall(r"<legend>(\S+) <span", body)
+    assert legends[:3] == ["有用性", "忠实性", "伦理"]
+    assert "回答是否有效地回答了问题？" in body and "所述内容是否都与图片相符（没有幻觉）？" in body
+    assert "Helpfulness" not in body and "Does the response answer" not in body
+    api = client.get(reverse("api-conversation", args=[conversation.id])).json()
+    assert [c["name"] for c in api["criteria"]["candidate"]] == ["Helpfulness", "Faithfulness", "Ethics"]
+
+
 def test_every_criterion_and_scale_label_has_a_chinese_translation():
     with translation.override("zh-hans"):
         for name, help_text in (c for criteria in CRITERIA.values() for c in criteria):
@@ -131,8 +149,7 @@ def test_a_leak_warning_lists_what_it_detected_in_the_annotators_language(client
     client.force_login(annotator)  # the page's own session: the user's language applies
     response = client.post(reverse("api-session-feedback", args=[session.id]),
                            {"feedback": typed, "client_request_id": "r1"}, content_type="application/json")
-    assert response.status_code == 400 and response.json()["code"] == "ground_truth_leak"
-    assert response.json()["detected"] == detected
+    assert response.json()["detected"] == detected  # however the warning is answered (an error or a notice)
     assert LeakWarning.objects.get(session=session).stated_answer == stored  # the record stays English
 
 
