@@ -65,7 +65,7 @@ def test_context_and_nested_phrases_are_translated_together():
     with translation.override("zh-hans"):
         assert split.shown() == "数据划分"
         note = phrase("%(note)s %(turn)s", note=phrase("Mean"), turn=phrase_in("conversation turn", "Turn"))
-        assert note == "Mean Turn" and note.shown() == "均值 轮次"
+        assert note == "Mean Turn" and note.shown() == "均值轮次"
     assert shown(7) == 7 and shown("plain") == "plain"
 
 
