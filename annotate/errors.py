@@ -12,6 +12,8 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from annotate.wording import shown
+
 logger = logging.getLogger(__name__)
 
 DATABASE_LOST = gettext_lazy(
@@ -80,7 +82,7 @@ class Conflict(ApplicationError):
 
 def api_exception_handler(exc, context):
     if isinstance(exc, ApplicationError):
-        return Response({"detail": exc.message, "code": exc.code, **exc.extra}, status=exc.http_status)
+        return Response({"detail": shown(exc.message), "code": exc.code, **exc.extra}, status=exc.http_status)
     if isinstance(exc, OperationalError | InterfaceError):
         # A dropped connection (database restart, failover, killed backend): the statement in flight was rolled
         # back, and the next request gets a fresh connection. Say so in JSON the page can act on, not an HTML 500.

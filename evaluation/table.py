@@ -2,12 +2,18 @@
 
 Cells are already-rounded values: `Decimal` prints exactly as rounded (21.3, never 21.299999),
 `None` marks an undefined cell and prints as "-" in the text formats (null in JSON).
+
+Titles, columns, notes and label cells are English; those made with `annotate.wording.phrase` also know their
+translation, which only a page uses (evaluation.exports.renderers.html): every file a table is written to keeps the
+English text, whatever the language of the request that built it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
+
+from annotate.wording import Phrase, phrase
 
 Cell = str | int | float | Decimal | None
 UNDEFINED = "-"
@@ -52,7 +58,7 @@ class Table:
         """The names md and tex print under the group headings (without the "<heading>: " prefix)."""
         if not self.column_groups:
             return self.columns
-        return [column[len(heading) + 2:] if heading else column
+        return [_grouped_name(column, heading) if heading else column
                 for (heading, _), column in zip(self._group_of_each_column(), self.columns, strict=True)]
 
     def grouped_rows(self) -> list[list[Cell]]:
@@ -65,6 +71,17 @@ class Table:
             rows.append(row if value != previous else [*row[:index], "", *row[index + 1:]])
             previous = value
         return rows
+
+
+def grouped_column(heading: str, name: str) -> str:
+    """The name of a column under a group heading, "<heading>: <name>", keeping <name> to print under it (a
+    phrase stays one, translated on pages)."""
+    return phrase("%(heading)s: %(column)s", heading=heading, column=name)
+
+
+def _grouped_name(column: str, heading: str) -> str:
+    name = column.params.get("column") if isinstance(column, Phrase) else None
+    return name if isinstance(name, str) else column[len(heading) + 2:]
 
 
 def cell_text(cell: Cell) -> str:

@@ -14,35 +14,48 @@ from django.urls import reverse
 
 from annotate.errors import NotFound, PermissionDenied
 from annotate.models import Assignment, Batch, Conversation, Ranking, Rating, Turn, User
+from annotate.wording import phrase, phrase_in
 
-# FIRE's criteria (appendix A), shown on the rating page next to the 1-5 controls.
+# FIRE's criteria (appendix A), shown on the rating page next to the 1-5 controls. English in the API (and as the
+# paper names them); the page shows them in the reader's language (annotate.wording).
 CRITERIA = {
     "response": [
-        ("Improvement", "Does the response take the previous feedback into account and get better?"),
-        ("Correctness", "Is the reasoning and the final answer right for the question and the image?"),
-        ("Relevance", "Does it stay on the question, without unrelated content?"),
-        ("Completeness", "Does it give a full thought and a clear final answer?"),
+        (phrase_in("rating criterion", "Improvement"),
+         phrase("Does the response take the previous feedback into account and get better?")),
+        (phrase_in("rating criterion", "Correctness"),
+         phrase("Is the reasoning and the final answer right for the question and the image?")),
+        (phrase_in("rating criterion", "Relevance"), phrase("Does it stay on the question, without unrelated content?")),
+        (phrase_in("rating criterion", "Completeness"), phrase("Does it give a full thought and a clear final answer?")),
     ],
     "feedback": [
-        ("Correctness", "Does it identify the errors in the student's response accurately?"),
-        ("Relevance", "Is it about this question and this response?"),
-        ("Clarity", "Is it easy to understand and to act on?"),
-        ("Constructiveness", "Does it guide the student toward the answer without simply giving it away?"),
+        (phrase_in("rating criterion", "Correctness"),
+         phrase("Does it identify the errors in the student's response accurately?")),
+        (phrase_in("rating criterion", "Relevance"), phrase("Is it about this question and this response?")),
+        (phrase_in("rating criterion", "Clarity"), phrase("Is it easy to understand and to act on?")),
+        (phrase_in("rating criterion", "Constructiveness"),
+         phrase("Does it guide the student toward the answer without simply giving it away?")),
     ],
     "candidate": [
-        ("Helpfulness", "Does the response answer the question usefully?"),
-        ("Faithfulness", "Is everything it says true of the image (no hallucination)?"),
-        ("Ethics", "Is it safe, fair and free of harmful content?"),
+        (phrase_in("rating criterion", "Helpfulness"), phrase("Does the response answer the question usefully?")),
+        (phrase_in("rating criterion", "Faithfulness"),
+         phrase("Is everything it says true of the image (no hallucination)?")),
+        (phrase_in("rating criterion", "Ethics"), phrase("Is it safe, fair and free of harmful content?")),
     ],
 }
-SCALE = [(1, "Very poor"), (2, "Poor"), (3, "Acceptable"), (4, "Good"), (5, "Excellent")]
+SCALE = [(1, phrase_in("rating scale", "Very poor")), (2, phrase_in("rating scale", "Poor")),
+         (3, phrase_in("rating scale", "Acceptable")), (4, phrase_in("rating scale", "Good")),
+         (5, phrase_in("rating scale", "Excellent"))]
 PREFERENCE_DIMENSIONS = ("helpfulness", "faithfulness", "ethics")
+# Each preference dimension's name, as its criterion above.
+DIMENSION_NAMES = {"helpfulness": CRITERIA["candidate"][0][0], "faithfulness": CRITERIA["candidate"][1][0],
+                   "ethics": CRITERIA["candidate"][2][0]}
 
 _PARTS = {
     "student": re.compile(r"^\s*Thought:\s*(?P<a>.*?)\s*Answer:\s*(?P<b>.*?)\s*$", re.S),
     "teacher": re.compile(r"^\s*Score:\s*(?P<a>.*?)\s*Feedback:\s*(?P<b>.*?)\s*$", re.S),
 }
-_LABELS = {"student": ("Thought", "Answer"), "teacher": ("Score", "Feedback")}
+_LABELS = {"student": (phrase_in("FIRE turn part", "Thought"), phrase_in("FIRE turn part", "Answer")),
+           "teacher": (phrase_in("FIRE turn part", "Score"), phrase_in("FIRE turn part", "Feedback"))}
 
 
 def turn_parts(role: str, text: str) -> list[dict[str, str]]:

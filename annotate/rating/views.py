@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
 from django.views.decorators.http import require_POST
 
 from annotate.errors import ApplicationError
@@ -26,19 +26,36 @@ from annotate.queue.views import home_saying_why_nothing
 from annotate.rating.apis import viewer_payload
 from annotate.rating.fire.services import ratings_save
 from annotate.rating.preference.services import preference_save, ranking_from_positions, ranking_parse
-from annotate.rating.selectors import PREFERENCE_DIMENSIONS, access_conversation
+from annotate.rating.selectors import DIMENSION_NAMES, PREFERENCE_DIMENSIONS, access_conversation
 from annotate.rating.services import MAX_SKIP_REASON_CHARS, conversation_skip
 from annotate.server.markdown import markdown_to_html
+from annotate.wording import shown
 
-ROLE_LABELS = {"student": "Student", "teacher": "Teacher", "model": "Candidate"}
-KIND_NOUNS = {"response": "response", "feedback": "feedback", "candidate": "candidate"}
+ROLE_LABELS = {"student": gettext_lazy("Student"), "teacher": gettext_lazy("Teacher"),
+               "model": gettext_lazy("Candidate")}
+RATE_THIS = {"response": gettext_lazy("Rate this response"), "feedback": gettext_lazy("Rate this feedback"),
+             "candidate": gettext_lazy("Rate this candidate")}
+KIND_LABELS = {"response": pgettext_lazy("FIRE turn kind", "response"),
+               "feedback": pgettext_lazy("FIRE turn kind", "feedback"),
+               "candidate": pgettext_lazy("FIRE turn kind", "candidate")}
+
+
+def _shown_labels(payload: dict) -> None:
+    """The criteria, the scale and the turns' part labels in the reader's language (the API keeps English)."""
+    payload["criteria"] = {key: [{"name": shown(c["name"]), "help": shown(c["help"])} for c in criteria]
+                           for key, criteria in payload["criteria"].items()}
+    payload["scale"] = [{**s, "label": shown(s["label"])} for s in payload["scale"]]
+    for turn in payload["turns"]:
+        turn["parts"] = [{**part, "label": shown(part["label"])} for part in turn["parts"]]
 
 
 def _controls(payload: dict) -> None:
     """Decorate each rateable turn with the 1-5 controls it shows (one for FIRE, three for preference)."""
+    _shown_labels(payload)
     candidate = 0
     for turn in payload["turns"]:
         turn["role_label"] = ROLE_LABELS.get(turn["role"], turn["role"])
+        turn["kind_label"] = KIND_LABELS.get(turn["kind"], turn["kind"])
         if not turn["is_rateable"]:
             continue
         rating = turn["rating"]
@@ -47,9 +64,9 @@ def _controls(payload: dict) -> None:
             turn["candidate_number"] = candidate
             if payload.get("models") and len(payload["models"]) >= candidate:  # researchers only
                 turn["model"] = payload["models"][candidate - 1]
-            dims = [(d, d.capitalize()) for d in PREFERENCE_DIMENSIONS]
+            dims = [(d, shown(DIMENSION_NAMES[d])) for d in PREFERENCE_DIMENSIONS]
         else:
-            dims = [("score", f"Rate this {KIND_NOUNS[turn['kind']]}")]
+            dims = [("score", RATE_THIS.get(turn["kind"], turn["kind"]))]
         turn["controls"] = [
             {"dim": dim, "label": label, "value": rating.get(dim),
              "options": [{"value": s["value"], "label": s["label"]} for s in payload["scale"]]}

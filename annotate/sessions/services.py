@@ -25,6 +25,7 @@ from annotate.sessions.verification import (
     detect_stated_answers,
     stated_answer_correct,
 )
+from annotate.wording import shown
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +174,7 @@ def _feedback_round(session: Session, rounds: list[Round], feedback: str, client
             _("Your feedback seems to state an answer, which the model must find by itself until the last round. "
               "Rephrase it, or confirm to send it anyway."),
             code="ground_truth_leak",
-            extra={"detected": [s.description for s in stated]},
+            extra={"detected": [shown(s.description) for s in stated]},  # in the annotator's language
         )
     templates = templates_for(session.batch.prompt_templates)
     return Round(

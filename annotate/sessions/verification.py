@@ -7,6 +7,8 @@ import re
 import string
 from dataclasses import dataclass
 
+from annotate.wording import phrase
+
 _ANSWER_LINE = re.compile(r"answer\s*(?:is)?\s*[:：]\s*(.+)", re.IGNORECASE)
 _NUMBER = re.compile(r"[-−+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-−+]?\.\d+")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -155,8 +157,9 @@ MIN_OPTION_TEXT_CHARS = 3  # shorter option texts ("no", "5 m") match too much o
 
 @dataclass(frozen=True)
 class StatedAnswer:
-    """Something the feedback states as an answer: ``description`` for people (from the typed text only) and
-    ``value``, the text that `verify` checks against the ground truth server-side."""
+    """Something the feedback states as an answer: ``description`` for people (from the typed text only; English,
+    as stored, and translated where the warning shows it: annotate.wording) and ``value``, the text that `verify`
+    checks against the ground truth server-side."""
 
     description: str
     value: str
@@ -222,7 +225,7 @@ def _stated_letters(feedback: str, options) -> list[StatedAnswer]:
     found = []
     for span in spans:
         for letter in re.findall(rf"(?<![A-Za-z])[{letters}{letters.lower()}](?![A-Za-z])", span):
-            found.append(StatedAnswer(f"option {letter.upper()}", letter.upper()))
+            found.append(StatedAnswer(phrase("option %(letter)s", letter=letter.upper()), letter.upper()))
     return found
 
 
@@ -237,7 +240,7 @@ def _stated_option_texts(feedback: str, options) -> list[StatedAnswer]:
         else:
             hit = len(text) >= MIN_OPTION_TEXT_CHARS and re.search(rf"(?<!\w){re.escape(text)}(?!\w)", normalized)
         if hit:
-            found.append(StatedAnswer(f"an option's text: '{str(option).strip()}'", letter))
+            found.append(StatedAnswer(phrase("an option's text: '%(text)s'", text=str(option).strip()), letter))
     return found
 
 
@@ -248,7 +251,7 @@ def _stated_numbers(feedback: str) -> list[StatedAnswer]:
                              flags=re.IGNORECASE):
         token = match.group(0)
         value = _NUMBER_WORDS.get(token.lower(), token.replace(",", "").replace("−", "-").lstrip("+"))
-        found.append(StatedAnswer(f"the number {token}", value))
+        found.append(StatedAnswer(phrase("the number %(number)s", number=token), value))
     return found
 
 
@@ -262,7 +265,7 @@ def _statements(feedback: str) -> list[StatedAnswer]:
             if not first or first in _NOT_AN_ANSWER or len(words) > _MAX_STATEMENT_WORDS:
                 continue
             statement = " ".join(match.group(0).split()).rstrip("?").strip()
-            found.append(StatedAnswer(f"'{statement}'", said))
+            found.append(StatedAnswer(phrase("'%(statement)s'", statement=statement), said))
     return found
 
 

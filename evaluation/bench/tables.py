@@ -9,9 +9,17 @@ from typing import TypedDict
 from annotate.bench.selectors import run_providers, run_receivers
 from annotate.errors import NotFound
 from annotate.models import Batch, BenchAnswer, BenchRun, Session, Task
-from evaluation.interfeedback.metrics import BenchTaskRecord, bench_summaries
+from annotate.wording import phrase, phrase_in
+from evaluation.interfeedback.metrics import MODEL_COLUMN, BenchTaskRecord, bench_summaries
 from evaluation.stats import percent
-from evaluation.table import Cell, Table
+from evaluation.table import Cell, Table, grouped_column
+
+# InterFeedback's Table 1 column names (English in every file; pages translate them).
+TEST, DETAIL, SIMPLE = phrase("# Test"), phrase("Detail (%)"), phrase("Simple (%)")
+# The comparison tables' feedback sources and tests, as cells.
+FEEDBACK_CELLS = {"Human": phrase_in("kind of feedback", "Human"), "LMM detail": phrase("LMM detail"),
+                  "LMM simple": phrase("LMM simple")}
+COMPARISON_CELLS = {"detail": phrase("Human vs LMM detail"), "simple": phrase("Human vs LMM simple")}
 
 
 def latest_run(batch: Batch, protocol: str = BenchRun.Protocol.INTERFEEDBACK) -> BenchRun:
@@ -72,9 +80,9 @@ def bench_paper_table(run: BenchRun, *, digits: int = 1) -> Table:
     receivers = [m.label for m in run_receivers(run)]
     providers = [m.label for m in run_providers(run)]
     kinds = set(run.feedback_kinds)
-    columns = ["Model", "Acc (%)", "# Neg"]
+    columns: list[str] = [MODEL_COLUMN, phrase("Acc (%)"), phrase("# Neg")]
     for provider in providers:
-        columns += [f"{provider}: # Test", f"{provider}: Detail (%)", f"{provider}: Simple (%)"]
+        columns += [grouped_column(provider, TEST), grouped_column(provider, DETAIL), grouped_column(provider, SIMPLE)]
     rows: list[list[Cell]] = []
     for receiver in receivers:
         first = next((summaries[(receiver, p)] for p in providers if (receiver, p) in summaries), None)
@@ -87,14 +95,16 @@ def bench_paper_table(run: BenchRun, *, digits: int = 1) -> Table:
                     percent(summary.simple_rate, digits) if summary and "simple" in kinds else None]
         rows.append(row)
     return Table(
-        title=f"InterFeedback-Bench on {run.batch.name} (run {run.pk}): correction rate with LMM feedback",
+        title=phrase("InterFeedback-Bench on %(batch)s (run %(run)s): correction rate with LMM feedback",
+                     batch=run.batch.name, run=run.pk),
         columns=columns, rows=rows, column_groups=[("", 3), *((provider, 3) for provider in providers)],
-        notes=["Acc (%): the model's round-0 accuracy on the batch. # Neg: the number of negative samples produced "
-               "by the model (tasks it got wrong). # Test: the total number of test samples evaluated (of # Neg, "
-               "those the feedback provider answered correctly itself).",
-               "Detail (%): correction rate of using LMM-generated feedback. Simple (%): correction rate of using "
-               f"simple feedback (0 or 1). Both: the share of # Test corrected within {run.max_rounds} rounds, "
-               "rounded half up. '-' = not run or empty test set. Column names as InterFeedback's Table 1."],
+        notes=[phrase("Acc (%): the model's round-0 accuracy on the batch. # Neg: the number of negative samples "
+                      "produced by the model (tasks it got wrong). # Test: the total number of test samples evaluated "
+                      "(of # Neg, those the feedback provider answered correctly itself)."),
+               phrase("Detail (%%): correction rate of using LMM-generated feedback. Simple (%%): correction rate of "
+                      "using simple feedback (0 or 1). Both: the share of # Test corrected within %(rounds)s rounds, "
+                      "rounded half up. '-' = not run or empty test set. Column names as InterFeedback's Table 1.",
+                      rounds=run.max_rounds)],
     )
 
 
@@ -110,9 +120,9 @@ def human_replay_table(run: BenchRun, *, digits: int = 1) -> Table:
     if run.human_session is not None:  # the person's rounds of feedback, as the engine replays them
         replayed = min(replayed, run.human_session.rounds.filter(index__gte=1).count())
     rounds = range(1, replayed + 1)
-    columns = ["Receiver", "# Test"]
+    columns: list[str] = [phrase("Receiver"), TEST]
     for k in rounds:
-        columns += [f"Corrected by round {k}", f"By round {k} (%)"]
+        columns += [phrase("Corrected by round %(k)s", k=k), phrase("By round %(k)s (%%)", k=k)]
     rows: list[list[Cell]] = []
     for receiver in run_receivers(run):
         mine = outcomes.get(receiver.pk, [])
@@ -121,13 +131,16 @@ def human_replay_table(run: BenchRun, *, digits: int = 1) -> Table:
             corrected = sum(o is not None and o <= k for o in mine)
             row += [corrected, percent(Fraction(corrected, len(mine)), digits) if mine else None]
         rows.append(row)
-    source = f"session {run.human_session_id}" if run.human_session_id else "a session since deleted"
+    source = (phrase("session %(id)s", id=run.human_session_id) if run.human_session_id
+              else phrase("a session since deleted"))
     return Table(
-        title=f"Human feedback replayed on {run.batch.name} (run {run.pk}, {source})",
+        title=phrase("Human feedback replayed on %(batch)s (run %(run)s, %(source)s)", batch=run.batch.name,
+                     run=run.pk, source=source),
         columns=columns, rows=rows,
-        notes=["# Test = tasks replayed: the session's task, when the receiver was wrong at round 0.",
-               "Corrected by round k = right in round k or before, with the person's feedback of rounds 1..k; "
-               "% of # Test, rounded half up. '-' = nothing replayed."],
+        notes=[phrase("# Test = tasks replayed: the session's task, when the receiver was wrong at round 0."),
+               # xgettext:no-python-format ("% of" is not a placeholder: this phrase has no parameters)
+               phrase("Corrected by round k = right in round k or before, with the person's feedback of rounds "
+                      "1..k; % of # Test, rounded half up. '-' = nothing replayed.")],
     )
 
 
@@ -158,8 +171,8 @@ def _human_outcomes(run: BenchRun) -> dict[tuple[int, int], int | None]:
     return outcomes
 
 
-CI_NOTE = ("95% CI: percentile bootstrap of the tasks (scipy.stats.bootstrap, 2,000 resamples); all corrected or "
-           "none gives [rate, rate].")
+CI_NOTE = phrase("95% CI: percentile bootstrap of the tasks (scipy.stats.bootstrap, 2,000 resamples); all corrected "
+                 "or none gives [rate, rate].")
 
 
 def _rate_ci(corrected: list[bool]) -> str:
@@ -224,7 +237,7 @@ def comparison_tables(run: BenchRun, *, digits: int = 1) -> list[Table]:
                 sources[f"LMM {kind}"] = [lmm[(receiver.pk, provider.pk, kind, t)] for t in tasks]
             for source, outcomes in sources.items():
                 by_k = [[o is not None and o <= k for o in outcomes] for k in rounds]
-                by_round.append([receiver.label, provider.label, source, len(tasks),
+                by_round.append([receiver.label, provider.label, FEEDBACK_CELLS[source], len(tasks),
                                  *(percent(Fraction(sum(c), len(c)), digits) for c in by_k),
                                  *(_rate_ci(c) for c in by_k)])
             for category in sorted({categories[t] for t in tasks}):
@@ -240,22 +253,25 @@ def comparison_tables(run: BenchRun, *, digits: int = 1) -> list[Table]:
                 test = mcnemar_exact([o is not None for o in sources["Human"]],
                                      [o is not None for o in sources[f"LMM {kind}"]])
                 p_value = test["p_value"]
-                tests.append([receiver.label, provider.label, f"Human vs LMM {kind}", test["n"], test["both"],
+                tests.append([receiver.label, provider.label, COMPARISON_CELLS[kind], test["n"], test["both"],
                               test["human_only"], test["lmm_only"], test["neither"],
                               None if p_value is None else round(float(p_value), 4)])
-    note = ("Tasks both saw: the receiver was wrong at round 0 in the human sessions and in the bench, and the "
-            "provider was right. Human round 3 shows the ground truth to the model; LMM rounds never do.")
+    note = phrase("Tasks both saw: the receiver was wrong at round 0 in the human sessions and in the bench, and the "
+                  "provider was right. Human round 3 shows the ground truth to the model; LMM rounds never do.")
+    receiver_provider: list[str] = [phrase("Receiver"), phrase("Provider")]
     return [
-        Table(title=f"Correction rate (%) by round, human vs LMM feedback (run {run.pk})",
-              columns=["Receiver", "Provider", "Feedback", "Tasks"] + [f"By round {k} (%)" for k in rounds]
-              + [f"95% CI, by round {k}" for k in rounds], rows=by_round,
-              notes=[note, "Cumulative: corrected in this round or before. " + CI_NOTE]),
-        Table(title=f"Correction rate (%) by category, human vs LMM feedback (run {run.pk})",
-              columns=["Receiver", "Provider", "Category", "Tasks", "Human (%)", "LMM detail (%)", "LMM simple (%)",
-                       "Human 95% CI", "LMM detail 95% CI", "LMM simple 95% CI"],
-              rows=by_category, notes=[note, "Corrected within the run's rounds. " + CI_NOTE]),
-        Table(title=f"Exact McNemar test on the tasks both saw (run {run.pk})",
-              columns=["Receiver", "Provider", "Comparison", "Pairs", "Both corrected", "Human only", "LMM only",
-                       "Neither", "p (exact)"], rows=tests,
-              notes=[note, "statsmodels' mcnemar(exact=True): a binomial test on the discordant pairs."]),
+        Table(title=phrase("Correction rate (%%) by round, human vs LMM feedback (run %(run)s)", run=run.pk),
+              columns=[*receiver_provider, phrase_in("kind of feedback", "Feedback"), phrase("Tasks")]
+              + [phrase("By round %(k)s (%%)", k=k) for k in rounds]
+              + [phrase("95%% CI, by round %(k)s", k=k) for k in rounds], rows=by_round,
+              notes=[note, phrase("Cumulative: corrected in this round or before. %(ci)s", ci=CI_NOTE)]),
+        Table(title=phrase("Correction rate (%%) by category, human vs LMM feedback (run %(run)s)", run=run.pk),
+              columns=[*receiver_provider, phrase_in("report table column", "Category"), phrase("Tasks"),
+                       phrase("Human (%)"), phrase("LMM detail (%)"), phrase("LMM simple (%)"), phrase("Human 95% CI"),
+                       phrase("LMM detail 95% CI"), phrase("LMM simple 95% CI")],
+              rows=by_category, notes=[note, phrase("Corrected within the run's rounds. %(ci)s", ci=CI_NOTE)]),
+        Table(title=phrase("Exact McNemar test on the tasks both saw (run %(run)s)", run=run.pk),
+              columns=[*receiver_provider, phrase("Comparison"), phrase("Pairs"), phrase("Both corrected"),
+                       phrase("Human only"), phrase("LMM only"), phrase("Neither"), phrase("p (exact)")], rows=tests,
+              notes=[note, phrase("statsmodels' mcnemar(exact=True): a binomial test on the discordant pairs.")]),
     ]

@@ -12,6 +12,7 @@ from django import forms
 from django.http import HttpRequest
 
 from annotate.errors import ApplicationError
+from annotate.wording import phrase
 from evaluation.models import NEVER
 
 OUTCOME_CHOICES = [("", "any"), ("0", "Round 0"), ("1", "Round 1"), ("2", "Round 2"), ("3", "Round 3"),
@@ -58,7 +59,7 @@ class ReportFilters:
     def describe(self) -> str:
         """One line for table notes, so an exported table says which subset it covers."""
         parts = [f"{key}={value}" for key, value in self.query_params().items()]
-        return "Filtered: " + ", ".join(parts) if parts else ""
+        return phrase("Filtered: %(filters)s", filters=", ".join(parts)) if parts else ""
 
 
 NO_FILTERS = ReportFilters()

@@ -63,6 +63,7 @@ from typing import Literal
 
 import numpy as np
 
+from annotate.wording import phrase, phrase_in
 from evaluation.stats import ConfidenceInterval, exact_fraction, percentile_interval, round_half_up
 from evaluation.table import Cell, Table
 
@@ -511,7 +512,7 @@ def fire_rating_table(
     digits: int = 2,
     n_resamples: int = 2000,
     seed: int = 0,
-    title: str = "Human ratings (1-5) of FIRE teacher feedback and student responses",
+    title: str = phrase("Human ratings (1-5) of FIRE teacher feedback and student responses"),
 ) -> Table:
     """Table A1 layout: per split the mean feedback and response rating with 95% CIs, then "All".
 
@@ -541,23 +542,24 @@ def fire_rating_table(
 
     row_keys: list[tuple[str, str | None]] = [(split, split) for split in split_order]
     if len(split_order) > 1:
-        row_keys.append(("All", None))
+        row_keys.append((phrase_in("all rows of a table", "All"), None))
     rows = [[label, *cells(key, "feedback"), *cells(key, "response")] for label, key in row_keys]
-    resampled = "resampling conversations (several raters score one conversation)" if clustered else \
-        "resampling ratings"
+    resampled = phrase("resampling conversations (several raters score one conversation)") if clustered else \
+        phrase("resampling ratings")
     return Table(
         title=title,
         columns=[
-            "Split",
-            "#Feedback",
-            "Feedback",
-            "Feedback 95% CI",
-            "#Response",
-            "Response",
-            "Response 95% CI",
+            phrase_in("dataset split", "Split"),
+            phrase("#Feedback"),
+            phrase_in("FIRE turn kind", "Feedback"),
+            phrase("Feedback 95% CI"),
+            phrase("#Response"),
+            phrase_in("FIRE turn kind", "Response"),
+            phrase("Response 95% CI"),
         ],
         rows=rows,
         notes=[
-            f"Mean rating; 95% CI by percentile bootstrap {resampled}, {n_resamples} resamples, seed {seed}.",
+            phrase("Mean rating; 95%% CI by percentile bootstrap %(resampled)s, %(n)s resamples, seed %(seed)s.",
+                   resampled=resampled, n=n_resamples, seed=seed),
         ],
     )

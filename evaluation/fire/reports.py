@@ -29,6 +29,7 @@ from django.db.models import Prefetch
 
 from annotate.errors import ApplicationError
 from annotate.models import Batch, Conversation, Rating, Turn
+from annotate.wording import phrase, phrase_in
 from evaluation.fire.metrics import (
     Rating as RatingTriple,
 )
@@ -44,9 +45,12 @@ from evaluation.stats import round_half_up
 from evaluation.table import Cell, Table
 
 SCALE = [1, 2, 3, 4, 5]
-NO_SPLIT = "(no split)"
-NO_SOURCE = "(no source)"
+NO_SPLIT = phrase("(no split)")
+NO_SOURCE = phrase("(no source)")
 RATED_KINDS = ("feedback", "response")
+# A turn's kind in a table's cells: the stored word in files, translated on pages.
+KIND_CELLS = {"feedback": phrase_in("FIRE turn kind", "feedback"), "response": phrase_in("FIRE turn kind", "response")}
+TURN_NOTE = phrase("Turn: its number on the rating page (1 = the first student response).")
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,8 @@ def fire_rating_counts(batch: Batch) -> tuple[int, int, int]:
 def _rows_or_error(batch: Batch) -> list[RatingRow]:
     rows = fire_rating_rows(batch)
     if not rows:
-        raise ApplicationError(f"Batch {batch.name!r} has no final FIRE ratings to report yet.", code="no_ratings")
+        raise ApplicationError(phrase("Batch %(batch)s has no final FIRE ratings to report yet.",
+                                      batch=repr(batch.name)), code="no_ratings")
     return rows
 
 
@@ -110,7 +115,8 @@ def fire_ratings_table(batch: Batch, *, digits: int = 2, n_resamples: int = 2000
         ((row.split or NO_SPLIT, row.kind, row.score, row.conversation) for row in rows),
         splits=[split for split in _split_order(batch) if split in present],
         digits=digits, n_resamples=n_resamples, seed=seed,
-        title=f"Human ratings (1-5) of FIRE teacher feedback and student responses — {batch.name}",
+        title=phrase("Human ratings (1-5) of FIRE teacher feedback and student responses — %(batch)s",
+                     batch=batch.name),
     )
 
 
@@ -140,17 +146,22 @@ def fire_rating_summary(batch: Batch, by: GroupBy = "split", *, digits: int = 2,
     for group, kind in sorted(keys, key=lambda k: (k[0] if by == "turn" else first_seen[k[0]], k[1])):
         summary = summaries[(group, kind)]
         ci = summary.ci
-        table_rows.append([group, kind, summary.count, round_half_up(summary.mean, digits),
+        table_rows.append([group, KIND_CELLS.get(kind, kind), summary.count, round_half_up(summary.mean, digits),
                            round_half_up(ci.low, digits) if ci else None,
                            round_half_up(ci.high, digits) if ci else None])
-    label = {"split": "Split", "source": "Source", "turn": "Turn"}[by]
+    label = {"split": phrase_in("dataset split", "Split"), "source": phrase_in("dataset source", "Source"),
+             "turn": phrase_in("conversation turn", "Turn")}[by]
+    title = {"split": phrase("Mean FIRE ratings per split — %(batch)s", batch=batch.name),
+             "source": phrase("Mean FIRE ratings per source — %(batch)s", batch=batch.name),
+             "turn": phrase("Mean FIRE ratings per turn — %(batch)s", batch=batch.name)}[by]
+    note = phrase("95%% CI by percentile bootstrap resampling conversations (several raters score one "
+                  "conversation), %(n)s resamples, seed %(seed)s.", n=n_resamples, seed=seed)
     return Table(
-        title=f"Mean FIRE ratings per {label.lower()} — {batch.name}",
-        columns=[label, "Kind", "N", "Mean", "95% CI low", "95% CI high"],
+        title=title,
+        columns=[label, phrase_in("FIRE turn kind", "Kind"), phrase_in("number of ratings", "N"),
+                 phrase("Mean"), phrase("95% CI low"), phrase("95% CI high")],
         rows=table_rows,
-        notes=[f"95% CI by percentile bootstrap resampling conversations (several raters score one conversation), "
-               f"{n_resamples} resamples, seed {seed}."
-               + (" Turn: its number on the rating page (1 = the first student response)." if by == "turn" else "")],
+        notes=[phrase("%(note)s %(turn)s", note=note, turn=TURN_NOTE) if by == "turn" else note],
     )
 
 
@@ -162,9 +173,9 @@ def _scopes(rows: list[RatingRow]) -> list[tuple[str, list[RatingRow]]]:
     by_source: dict[str, list[RatingRow]] = defaultdict(list)
     for row in rows:
         by_source[row.source or NO_SOURCE].append(row)
-    scopes = [("All", rows)]
+    scopes: list[tuple[str, list[RatingRow]]] = [(phrase_in("all rows of a table", "All"), rows)]
     if len(by_source) > 1:
-        scopes += [(f"source: {source}", group) for source, group in by_source.items()]
+        scopes += [(phrase("source: %(source)s", source=source), group) for source, group in by_source.items()]
     return scopes
 
 
@@ -218,21 +229,23 @@ def fire_agreement_table(batch: Batch) -> Table:
         for s in fire_agreement(batch)
     ]
     return Table(
-        title=f"Inter-rater agreement on FIRE ratings — {batch.name}",
-        columns=["Scope", "Items", "Raters", "Ratings", "Alpha (ordinal)", "Alpha (interval)",
-                 "Mean pairwise kappa", "Rater pairs"],
+        title=phrase("Inter-rater agreement on FIRE ratings — %(batch)s", batch=batch.name),
+        columns=[phrase("Scope"), phrase_in("report table column", "Items"), phrase("Raters"), phrase("Ratings"),
+                 phrase("Alpha (ordinal)"), phrase("Alpha (interval)"), phrase("Mean pairwise kappa"),
+                 phrase("Rater pairs")],
         rows=rows,
-        notes=["Items are rated turns. Krippendorff's alpha (krippendorff package); Cohen's kappa with quadratic "
-               "weights over the 1-5 scale (scikit-learn), per rater pair on the turns both rated (at least 2)."],
+        notes=[phrase("Items are rated turns. Krippendorff's alpha (krippendorff package); Cohen's kappa with "
+                      "quadratic weights over the 1-5 scale (scikit-learn), per rater pair on the turns both rated "
+                      "(at least 2).")],
     )
 
 
 def fire_kappa_table(batch: Batch) -> Table:
     rows: list[list[Cell]] = [[s["scope"], p["rater_a"], p["rater_b"], _round(p["kappa"])]
             for s in fire_agreement(batch) for p in s["kappa_pairs"]]
-    return Table(title=f"Pairwise quadratic-weighted kappa — {batch.name}",
-                 columns=["Scope", "Rater A", "Rater B", "Kappa"], rows=rows,
-                 notes=["'-': fewer than 2 shared turns, or kappa undefined (a rater gave one score only)."])
+    return Table(title=phrase("Pairwise quadratic-weighted kappa — %(batch)s", batch=batch.name),
+                 columns=[phrase("Scope"), phrase("Rater A"), phrase("Rater B"), phrase("Kappa")], rows=rows,
+                 notes=[phrase("'-': fewer than 2 shared turns, or kappa undefined (a rater gave one score only).")])
 
 
 def fire_disagreements_table(batch: Batch, *, top: int = 20) -> Table:
@@ -240,13 +253,15 @@ def fire_disagreements_table(batch: Batch, *, top: int = 20) -> Table:
     turns: dict[Hashable, RatingRow] = {row.item: row for row in rows}  # any rating of a turn names it
     found = disagreement_items(_triples(rows), top=top)
     return Table(
-        title=f"Turns with the largest rater disagreement — {batch.name}",
-        columns=["Conversation", "Turn", "Kind", "Scores", "Spread", "Std"],
-        rows=[[turns[d.item_id].conversation, turns[d.item_id].turn, turns[d.item_id].kind,
+        title=phrase("Turns with the largest rater disagreement — %(batch)s", batch=batch.name),
+        columns=[phrase("Conversation"), phrase_in("conversation turn", "Turn"), phrase_in("FIRE turn kind", "Kind"),
+                 phrase("Scores"), phrase("Spread"), phrase("Std")],
+        rows=[[turns[d.item_id].conversation, turns[d.item_id].turn,
+               KIND_CELLS.get(turns[d.item_id].kind, turns[d.item_id].kind),
                " ".join(f"{rater}={int(score)}" for rater, score in d.scores.items()),
                int(d.spread), _round(d.std, 2)] for d in found],
-        notes=["Turn: its number on the rating page (1 = the first student response). Spread = highest minus lowest "
-               "score; ordered by spread, then standard deviation."],
+        notes=[phrase("%(turn)s Spread = highest minus lowest score; ordered by spread, then standard deviation.",
+                      turn=TURN_NOTE)],
     )
 
 

@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from annotate.bench.fire_parsing import UNPARSED_SCORE, fixed_dialogue_reading
 from annotate.bench.selectors import run_providers, run_receivers
 from annotate.models import BenchRun, Conversation, FireRunTurn
+from annotate.wording import phrase, phrase_in
 from evaluation.fire.metrics import bleu_scores, cider_d, free_dialogue_metrics, mean_absolute_error
 from evaluation.stats import round_half_up
 from evaluation.table import Cell, Table
@@ -32,7 +33,8 @@ def _ignored_note(run: BenchRun) -> list[str]:
     if not run.ignored_ids:
         return []
     left_out = Conversation.objects.filter(batch=run.batch, external_id__in=run.ignored_ids).count()
-    return [f"Left out: {left_out} conversation(s) of the {len(run.ignored_ids)} id(s) the run ignores."]
+    return [phrase("Left out: %(left_out)s conversation(s) of the %(ids)s id(s) the run ignores.", left_out=left_out,
+                   ids=len(run.ignored_ids))]
 
 
 def _text_scores(hypotheses: list[str], references: list[str]) -> list[Decimal | None]:
@@ -44,6 +46,9 @@ def _text_scores(hypotheses: list[str], references: list[str]) -> list[Decimal |
     return [_number(bleu.get(n)) for n in (1, 2, 3, 4)] + [_number(cider_d(hypotheses, refs))]
 
 
+TEXT_SCORE_COLUMNS = ["BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "CIDEr"]  # metric names: the same in every language
+
+
 def student_table(run: BenchRun) -> Table:
     """Table 2: each student's responses in fixed dialogues against the recorded ones."""
     rows: list[list[Cell]] = []
@@ -52,10 +57,11 @@ def student_table(run: BenchRun) -> Table:
                      .order_by("conversation_id", "number"))
         rows.append([student.label, len(turns), *_text_scores([t.text for t in turns],
                                                                [t.reference_text for t in turns])])
-    return Table(title=f"FIRE fixed dialogues: students (Table 2), run {run.pk} on {run.batch.name}",
-                 columns=["Student", "Turns", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "CIDEr"], rows=rows,
-                 notes=["BLEU-1..4 and CIDEr-D as pycocoevalcap computes them on whitespace-split raw text "
-                        "(BLEU on 0-1; CIDEr-D on its own scale), against the recorded student responses.",
+    return Table(title=phrase("FIRE fixed dialogues: students (Table 2), run %(run)s on %(batch)s", run=run.pk,
+                              batch=run.batch.name),
+                 columns=[phrase("Student"), phrase("Turns"), *TEXT_SCORE_COLUMNS], rows=rows,
+                 notes=[phrase("BLEU-1..4 and CIDEr-D as pycocoevalcap computes them on whitespace-split raw text "
+                               "(BLEU on 0-1; CIDEr-D on its own scale), against the recorded student responses."),
                         *_ignored_note(run)])
 
 
@@ -76,17 +82,19 @@ def teacher_table(run: BenchRun) -> Table:
         rows.append([teacher.label, len(turns),
                      *_text_scores([m.feedback for m in made], [r.feedback for r in recorded]),
                      _number(mae.value), mae.unparseable])
-    notes = ["Scores and feedback read as FIRE's get_score / get_feedback: the first line must contain 'Score:' "
-             "(exactly so) and the score is its first whole number (7.5 gives 7, 12 stays 12); the feedback follows "
-             "'Feedback:'. If either cannot be read, the score is unparseable and the feedback empty (FIRE's "
-             "eval_feedback_teacher). MAE: an unparseable score is an error of 10 (FIRE's analyze_teacher).",
+    notes = [phrase("Scores and feedback read as FIRE's get_score / get_feedback: the first line must contain "
+                    "'Score:' (exactly so) and the score is its first whole number (7.5 gives 7, 12 stays 12); the "
+                    "feedback follows 'Feedback:'. If either cannot be read, the score is unparseable and the feedback "
+                    "empty (FIRE's eval_feedback_teacher). MAE: an unparseable score is an error of 10 (FIRE's "
+                    "analyze_teacher)."),
              *_ignored_note(run)]
     if references_unread:
-        notes.append(f"Unparseable reference scores: {references_unread} recorded teacher turn(s) have none; as "
-                     "FIRE's code, they are compared as -1 (and their feedback as empty).")
-    return Table(title=f"FIRE fixed dialogues: teachers (Table 3), run {run.pk} on {run.batch.name}",
-                 columns=["Teacher", "Turns", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "CIDEr", "MAE",
-                          "Unparseable scores"], rows=rows, notes=notes)
+        notes.append(phrase("Unparseable reference scores: %(n)s recorded teacher turn(s) have none; as FIRE's code, "
+                            "they are compared as -1 (and their feedback as empty).", n=references_unread))
+    return Table(title=phrase("FIRE fixed dialogues: teachers (Table 3), run %(run)s on %(batch)s", run=run.pk,
+                              batch=run.batch.name),
+                 columns=[phrase("Teacher"), phrase("Turns"), *TEXT_SCORE_COLUMNS, "MAE",
+                          phrase("Unparseable scores")], rows=rows, notes=notes)
 
 
 def _dialogue_scores(run: BenchRun) -> dict[tuple[int, int], dict[int, tuple[str, list[float | None]]]]:
@@ -133,19 +141,24 @@ def free_tables(run: BenchRun) -> tuple[Table, Table]:
                 scores = [s for src, s in mine.values() if src == source]
                 by_source.append([source or "-", student.label, teacher.label, len(scores),
                                   *metrics(scores, baseline_at(teacher.pk, source))])
-    note = (f"AT = mean turns to reach {run.threshold} within {run.n_max} (else 10), relative to "
-            f"{baseline.label if baseline else 'the baseline'} (= 1) with the same teacher; dialogues solved at "
-            "turn 1 are left out; ADR, ATR, RR as FIRE §3.4.1 (evaluation.fire.metrics).")
-    stop = (f"A dialogue stops after a teacher turn whose score reaches {run.threshold}, is 0 or cannot be read, or "
-            f"does not rise (FIRE's runner, model_fire_chat_loader.py), or after {run.n_max} turns; scores read as "
-            "FIRE's get_score (the first whole number of a first line holding 'Score:').")
+    note = phrase("AT = mean turns to reach %(threshold)s within %(n_max)s (else 10), relative to %(baseline)s (= 1) "
+                  "with the same teacher; dialogues solved at turn 1 are left out; ADR, ATR, RR as FIRE §3.4.1 "
+                  "(evaluation.fire.metrics).", threshold=run.threshold, n_max=run.n_max,
+                  baseline=baseline.label if baseline else phrase("the baseline"))
+    stop = phrase("A dialogue stops after a teacher turn whose score reaches %(threshold)s, is 0 or cannot be read, "
+                  "or does not rise (FIRE's runner, model_fire_chat_loader.py), or after %(n_max)s turns; scores read "
+                  "as FIRE's get_score (the first whole number of a first line holding 'Score:').",
+                  threshold=run.threshold, n_max=run.n_max)
     notes = [note, stop, *_ignored_note(run)]
     columns = ["AT", "ADR", "ATR", "RR"]
     return (
-        Table(title=f"FIRE free dialogues (Table 4), run {run.pk} on {run.batch.name}",
-              columns=["Student", "Teacher", "Dialogues", *columns], rows=overall, notes=notes),
-        Table(title=f"FIRE free dialogues per source dataset (Table 5), run {run.pk}",
-              columns=["Source", "Student", "Teacher", "Dialogues", *columns], rows=by_source, notes=notes),
+        Table(title=phrase("FIRE free dialogues (Table 4), run %(run)s on %(batch)s", run=run.pk,
+                           batch=run.batch.name),
+              columns=[phrase("Student"), phrase("Teacher"), phrase("Dialogues"), *columns], rows=overall,
+              notes=notes),
+        Table(title=phrase("FIRE free dialogues per source dataset (Table 5), run %(run)s", run=run.pk),
+              columns=[phrase_in("dataset source", "Source"), phrase("Student"), phrase("Teacher"),
+                       phrase("Dialogues"), *columns], rows=by_source, notes=notes),
     )
 
 

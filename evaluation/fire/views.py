@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from annotate.errors import ApplicationError
 from annotate.models import Rating
 from annotate.people.access import batch_for_researcher, researcher_required
+from annotate.wording import shown
 from evaluation.exports import registry as exports
 from evaluation.exports.renderers.html import html_table
 from evaluation.exports.renderers.tables import render as render_table
@@ -40,7 +41,8 @@ def report_sections(batch) -> dict:
         try:
             table = html_table(fire_reports.FIRE_TABLES[what](batch, by=by))
         except ApplicationError as reason:
-            sections.append({"id": f"fire-{what}-{by}", "heading": heading, "empty": reason.message, "links": []})
+            sections.append({"id": f"fire-{what}-{by}", "heading": heading, "empty": shown(reason.message),
+                             "links": []})
             continue
         sections.append({"id": f"fire-{what}-{by}", "heading": heading, "table": table, "links": links})
     return {"fire": {

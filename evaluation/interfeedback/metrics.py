@@ -19,13 +19,16 @@ from fractions import Fraction
 
 import numpy as np
 
+from annotate.wording import phrase, phrase_in
 from evaluation.stats import ConfidenceInterval, percent, percentile_interval
 from evaluation.table import Cell, Table
 
 ROUNDS: tuple[int, ...] = (0, 1, 2, 3)
 FEEDBACK_ROUNDS: tuple[int, ...] = (1, 2, 3)
-ROUND_COLUMN = "# Round"  # Table 4's header in the paper
-AVERAGE = "Average"
+# Column names are English (the paper's, in every file) and translated where a page shows them (annotate.wording).
+MODEL_COLUMN = phrase_in("report table column", "Model")
+ROUND_COLUMN = phrase("# Round")  # Table 4's header in the paper
+AVERAGE = phrase_in("report table column", "Average")
 
 Outcome = tuple[str, str, int | None]
 CountsKey = tuple[str, str]
@@ -216,7 +219,7 @@ def _category_table(
                 *(percent(rate(c), digits) if c is not None else None for c in cells),
                 percent(rate(pooled), digits),
             ])
-    return Table(title=title, columns=["Model", *leading, *categories, AVERAGE], rows=rows, notes=notes,
+    return Table(title=title, columns=[MODEL_COLUMN, *leading, *categories, AVERAGE], rows=rows, notes=notes,
                  group_column=group_column)
 
 
@@ -225,7 +228,7 @@ def accuracy_table(
     *,
     models: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
-    title: str = "Accuracy (%) of models on InterFeedback-Human",
+    title: str = phrase("Accuracy (%) of models on InterFeedback-Human"),
     digits: int = 1,
     labels: Mapping[str, str] | None = None,
 ) -> Table:
@@ -234,9 +237,9 @@ def accuracy_table(
         counts, models=models, categories=categories, rates=[((), accuracy)], title=title, leading=[],
         digits=digits, labels=labels,
         notes=[
-            "Accuracy = sessions answered correctly in round 0 / sessions.",
-            "Average is pooled over all sessions of the model, not the mean of the category columns.",
-            "'-' = no sessions.",
+            phrase("Accuracy = sessions answered correctly in round 0 / sessions."),
+            phrase("Average is pooled over all sessions of the model, not the mean of the category columns."),
+            phrase("'-' = no sessions."),
         ],
     )
 
@@ -246,7 +249,7 @@ def correction_rate_table(
     *,
     models: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
-    title: str = "Correction rate (%) per feedback round on InterFeedback-Human",
+    title: str = phrase("Correction rate (%) per feedback round on InterFeedback-Human"),
     digits: int = 1,
     labels: Mapping[str, str] | None = None,
 ) -> Table:
@@ -255,11 +258,11 @@ def correction_rate_table(
     rates = [((k,), functools.partial(correction_rate, round_index=k)) for k in FEEDBACK_ROUNDS]
     return _category_table(
         counts, models=models, categories=categories, rates=rates, title=title, leading=[ROUND_COLUMN], digits=digits,
-        labels=labels, group_column="Model",
+        labels=labels, group_column=MODEL_COLUMN,
         notes=[
-            "Correction rate of round k = sessions first corrected in round k / sessions wrong in round 0.",
-            "Round 3 feedback includes the ground truth.",
-            "Average is pooled over all sessions of the model. '-' = no session wrong in round 0.",
+            phrase("Correction rate of round k = sessions first corrected in round k / sessions wrong in round 0."),
+            phrase("Round 3 feedback includes the ground truth."),
+            phrase("Average is pooled over all sessions of the model. '-' = no session wrong in round 0."),
         ],
     )
 
@@ -333,7 +336,7 @@ def bench_summaries(records: Iterable[BenchTaskRecord]) -> dict[tuple[str, str],
 def bench_table(
     records: Iterable[BenchTaskRecord],
     *,
-    title: str = "InterFeedback-Bench: correction rate (%) with detailed and simple LMM feedback",
+    title: str = phrase("InterFeedback-Bench: correction rate (%) with detailed and simple LMM feedback"),
     digits: int = 1,
 ) -> Table:
     rows: list[list[Cell]] = [
@@ -350,10 +353,12 @@ def bench_table(
     ]
     return Table(
         title=title,
-        columns=["Receiver", "Provider", "Acc (%)", "#Neg", "#Test", "Detail (%)", "Simple (%)"],
+        columns=[phrase("Receiver"), phrase("Provider"), phrase("Acc (%)"), phrase("#Neg"), phrase("#Test"),
+                 phrase("Detail (%)"), phrase("Simple (%)")],
         rows=rows,
         notes=[
-            "#Neg = tasks the receiver got wrong; #Test = those the provider itself answered correctly.",
-            "Detail / Simple = share of #Test corrected with detailed / simple (0-1) feedback. '-' = empty test set.",
+            phrase("#Neg = tasks the receiver got wrong; #Test = those the provider itself answered correctly."),
+            phrase("Detail / Simple = share of #Test corrected with detailed / simple (0-1) feedback. "
+                   "'-' = empty test set."),
         ],
     )

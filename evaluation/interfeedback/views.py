@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from annotate.costs import batch_costs, budget_message
@@ -105,7 +106,7 @@ def batch_recompute(request, batch_id: int):
         messages.error(request, wait)
         return redirect("research-report", batch_id=batch.id)
     job = services.recompute_job_create(batch=batch, user=request.user)
-    messages.info(request, f"Recount queued (job {job.id}). Reload this page in a few seconds.")
+    messages.info(request, gettext("Recount queued (job %(job)s). Reload this page in a few seconds.") % {"job": job.id})
     return redirect("research-report", batch_id=batch.id)
 
 

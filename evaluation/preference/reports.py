@@ -17,6 +17,8 @@ from decimal import Decimal
 from annotate.errors import ApplicationError, NotFound
 from annotate.models import Batch
 from annotate.rating.preference.services import DIMENSIONS
+from annotate.rating.selectors import DIMENSION_NAMES
+from annotate.wording import phrase, phrase_in
 from evaluation.exports.registry import CONTENT_TYPES, Export, export_filename
 from evaluation.exports.renderers.tables import render, to_json
 from evaluation.fire.metrics import summarize_ratings
@@ -73,21 +75,25 @@ def _bounds(ci: ConfidenceInterval | None, digits: int = 2) -> list[Decimal | No
 
 
 def _source_notes(data: PreferenceData) -> list[str]:
-    notes = []
+    notes: list[str] = []
     if data.labelled_by == "positions":
-        notes.append(f"Candidates are compared by position (Candidate 1 = each record's first response): the "
-                     f"records name no models (add a {MODELS_FIELD!r} list, one name per response, to compare "
-                     "models).")
+        notes.append(phrase("Candidates are compared by position (Candidate 1 = each record's first response): the "
+                            "records name no models (add a %(field)s list, one name per response, to compare "
+                            "models).", field=repr(MODELS_FIELD)))
     if data.left_out:
-        shown = "; ".join(f"{c}: {why}" for c, why in data.left_out[:LEFT_OUT_SHOWN])
-        more = f" and {len(data.left_out) - LEFT_OUT_SHOWN} more" if len(data.left_out) > LEFT_OUT_SHOWN else ""
-        notes.append(f"{len(data.left_out)} rated conversation(s) left out ({shown}{more}).")
+        listed = "; ".join(f"{c}: {why}" for c, why in data.left_out[:LEFT_OUT_SHOWN])
+        if len(data.left_out) > LEFT_OUT_SHOWN:
+            notes.append(phrase("%(n)s rated conversation(s) left out (%(listed)s and %(more)s more).",
+                                n=len(data.left_out), listed=listed, more=len(data.left_out) - LEFT_OUT_SHOWN))
+        else:
+            notes.append(phrase("%(n)s rated conversation(s) left out (%(listed)s).", n=len(data.left_out),
+                                listed=listed))
     return notes
 
 
-MODEL_ORDER_NOTE = "Models are ordered by name (numbers in a name compared as numbers)"
-ORIENTATION_NOTE = (f"{MODEL_ORDER_NOTE}: Model A is the first of each pair in that order, whatever order the "
-                    "records or their candidates came in.")
+MODEL_ORDER_NOTE = phrase("Models are ordered by name (numbers in a name compared as numbers).")
+ORIENTATION_NOTE = phrase("Models are ordered by name (numbers in a name compared as numbers): Model A is the first "
+                          "of each pair in that order, whatever order the records or their candidates came in.")
 
 
 def _pairs_table(batch: Batch, data: PreferenceData, pairs, *, n_resamples: int, seed: int) -> Table:
@@ -97,57 +103,60 @@ def _pairs_table(batch: Batch, data: PreferenceData, pairs, *, n_resamples: int,
         for r in pairwise_win_rates(pairs, n_resamples=n_resamples, seed=seed)
     ]
     return Table(
-        title=f"Pairwise preferences (win / tie / loss) — {batch.name}",
-        columns=["Model A", "Model B", "Items", "Judgments", "A wins", "Ties", "B wins", "A win rate (%)",
-                 "95% CI low (%)", "95% CI high (%)"],
+        title=phrase("Pairwise preferences (win / tie / loss) — %(batch)s", batch=batch.name),
+        columns=[phrase("Model A"), phrase("Model B"), phrase_in("report table column", "Items"), phrase("Judgments"),
+                 phrase("A wins"), phrase("Ties"), phrase("B wins"), phrase("A win rate (%)"), phrase("95% CI low (%)"),
+                 phrase("95% CI high (%)")],
         rows=rows,
         notes=[
-            "Each final ranking gives one judgment per pair of its candidates (an item rated by K raters counts K "
-            "times). A win rate = (A wins + ties / 2) / judgments; B's win rate is 100 minus A's.",
+            phrase("Each final ranking gives one judgment per pair of its candidates (an item rated by K raters "
+                   "counts K times). A win rate = (A wins + ties / 2) / judgments; B's win rate is 100 minus A's."),
             ORIENTATION_NOTE,
-            f"95% CI by percentile bootstrap over items: an item's judgments are resampled together "
-            f"({n_resamples} resamples, seed {seed}, items in the order of their ids).",
+            phrase("95%% CI by percentile bootstrap over items: an item's judgments are resampled together "
+                   "(%(n)s resamples, seed %(seed)s, items in the order of their ids).", n=n_resamples, seed=seed),
             *_source_notes(data),
         ],
     )
 
 
-CODING_NOTE = ("A comparison is one pair of an item's candidates (two models), coded +1 (Model A preferred), 0 "
-               "(tie) or -1 (Model B preferred), A and B in the order of the pairs table. Alpha and kappa count "
-               "every comparison twice, as coded and mirrored (B against A, the code negated), so they do not "
-               "depend on which model is called A; observed agreement counts it once.")
+CODING_NOTE = phrase("A comparison is one pair of an item's candidates (two models), coded +1 (Model A preferred), 0 "
+                     "(tie) or -1 (Model B preferred), A and B in the order of the pairs table. Alpha and kappa count "
+                     "every comparison twice, as coded and mirrored (B against A, the code negated), so they do not "
+                     "depend on which model is called A; observed agreement counts it once.")
 
 
 def _agreement_tables(batch: Batch, pairs) -> tuple[Table, Table]:
     agreement = preference_agreement(pairs)
     defined = [p.kappa for p in agreement.per_pair if p.kappa is not None]
-    rows = [["All raters", agreement.items, agreement.rater_pairs_compared, percent(agreement.agreement),
+    rows = [[phrase("All raters"), agreement.items, agreement.rater_pairs_compared, percent(agreement.agreement),
              _3(agreement.alpha_ordinal), _3(sum(defined) / len(defined) if defined else None)]]
     rows += [[str(r.rater), r.items, r.comparisons, percent(r.agreement), None, _3(r.mean_kappa)]
              for r in agreement.per_rater]
     summary = Table(
-        title=f"Rater agreement on pairwise preferences — {batch.name}",
-        columns=["Rater", "Items", "Comparisons", "Agreement (%)", "Alpha (ordinal)", "Mean pairwise kappa"],
+        title=phrase("Rater agreement on pairwise preferences — %(batch)s", batch=batch.name),
+        columns=[phrase("Rater"), phrase_in("report table column", "Items"), phrase("Comparisons"),
+                 phrase("Agreement (%)"), phrase("Alpha (ordinal)"), phrase("Mean pairwise kappa")],
         rows=rows,
         notes=[
-            "Only comparisons judged by two or more raters count; outcomes are ordered A preferred > tie > "
-            "B preferred.",
+            phrase("Only comparisons judged by two or more raters count; outcomes are ordered A preferred > tie > "
+                   "B preferred."),
             CODING_NOTE,
-            "All raters: Comparisons = (comparison, pair of its raters); Agreement = the share with the same "
-            "outcome; Krippendorff's alpha (ordinal, krippendorff package). Per rater: their judgments against "
-            "each other rater's judgment of the same comparison; mean of their pairwise kappas. Raters by "
-            "pseudonym, in order.",
+            phrase("All raters: Comparisons = (comparison, pair of its raters); Agreement = the share with the same "
+                   "outcome; Krippendorff's alpha (ordinal, krippendorff package). Per rater: their judgments "
+                   "against each other rater's judgment of the same comparison; mean of their pairwise kappas. "
+                   "Raters by pseudonym, in order."),
         ],
     )
     kappa = Table(
-        title=f"Pairwise rater agreement on preferences — {batch.name}",
-        columns=["Rater A", "Rater B", "Shared comparisons", "Agreement (%)", "Kappa"],
+        title=phrase("Pairwise rater agreement on preferences — %(batch)s", batch=batch.name),
+        columns=[phrase("Rater A"), phrase("Rater B"), phrase("Shared comparisons"), phrase("Agreement (%)"),
+                 phrase("Kappa")],
         rows=[[str(p.rater_a), str(p.rater_b), p.shared, percent(p.agreement), _3(p.kappa)]
               for p in agreement.per_pair],
-        notes=[f"Cohen's kappa with quadratic weights over B preferred / tie / A preferred (scikit-learn), every "
-               f"comparison counted as coded and mirrored (see the agreement table). Undefined (empty in CSV, '-' "
-               f"in Markdown and LaTeX, null in JSON): fewer than {MIN_SHARED_FOR_KAPPA} shared comparisons, or "
-               f"one rater gave a single outcome throughout."],
+        notes=[phrase("Cohen's kappa with quadratic weights over B preferred / tie / A preferred (scikit-learn), "
+                      "every comparison counted as coded and mirrored (see the agreement table). Undefined (empty in "
+                      "CSV, '-' in Markdown and LaTeX, null in JSON): fewer than %(n)s shared comparisons, or one "
+                      "rater gave a single outcome throughout.", n=MIN_SHARED_FOR_KAPPA)],
     )
     return summary, kappa
 
@@ -170,18 +179,19 @@ def _scores_table(batch: Batch, data: PreferenceData, *, n_resamples: int, seed:
             summary = summaries[d].get(label)
             row += [round_half_up(summary.mean, 2), *_bounds(summary.ci)] if summary else [None, None, None]
         rows.append(row)
-    columns = ["Model", "Ratings"]
+    columns: list[str] = [phrase_in("report table column", "Model"), phrase("Ratings")]
     for d in DIMENSIONS:
-        name = d.capitalize()
-        columns += [name, f"{name} 95% CI low", f"{name} 95% CI high"]
+        name = DIMENSION_NAMES[d]
+        columns += [name, phrase("%(dimension)s 95%% CI low", dimension=name),
+                    phrase("%(dimension)s 95%% CI high", dimension=name)]
     return Table(
-        title=f"Candidate scores (1-5) per model — {batch.name}",
+        title=phrase("Candidate scores (1-5) per model — %(batch)s", batch=batch.name),
         columns=columns,
         rows=rows,
-        notes=[f"Mean of final ratings (two decimals, rounded half up); 95% CI by percentile bootstrap over items: "
-               f"all ratings of an item's responses are resampled together, since several raters score the same "
-               f"responses ({n_resamples} resamples, seed {seed}).", f"{MODEL_ORDER_NOTE}.",
-               *_source_notes(data)],
+        notes=[phrase("Mean of final ratings (two decimals, rounded half up); 95%% CI by percentile bootstrap over "
+                      "items: all ratings of an item's responses are resampled together, since several raters score "
+                      "the same responses (%(n)s resamples, seed %(seed)s).", n=n_resamples, seed=seed),
+               MODEL_ORDER_NOTE, *_source_notes(data)],
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.http import HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from annotate.errors import ApplicationError
 from annotate.models import Assignment, Batch, Conversation, Ranking
@@ -21,16 +22,16 @@ from evaluation.preference.reports import (
 )
 
 TABLE_HEADINGS = {
-    "pairs": "Pairwise preferences",
-    "agreement": "Rater agreement",
-    "kappa": "Agreement per rater pair",
-    "scores": "Candidate scores per model",
+    "pairs": _("Pairwise preferences"),
+    "agreement": _("Rater agreement"),
+    "kappa": _("Agreement per rater pair"),
+    "scores": _("Candidate scores per model"),
 }
 TABLE_EMPTY = {
-    "pairs": "No pair of candidates with different models was ranked yet.",
-    "agreement": "No comparison was judged by two or more raters yet.",
-    "kappa": "No comparison was judged by two or more raters yet.",
-    "scores": "No final candidate scores yet.",
+    "pairs": _("No pair of candidates with different models was ranked yet."),
+    "agreement": _("No comparison was judged by two or more raters yet."),
+    "kappa": _("No comparison was judged by two or more raters yet."),
+    "scores": _("No final candidate scores yet."),
 }
 
 

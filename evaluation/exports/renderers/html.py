@@ -1,18 +1,23 @@
-"""Tables for the server-rendered pages: text cells for the templates' _table.html."""
+"""Tables for the server-rendered pages: text cells for the templates' _table.html.
+
+The one place a table is translated: its title, column names, group headings, notes and label cells made with
+`annotate.wording.phrase` are shown in the request's language; names and numbers from the data as they are. Files
+(csv, md, tex, json) never come through here, so they keep the English text.
+"""
 
 from __future__ import annotations
 
+from annotate.wording import Phrase, shown
 from evaluation.table import Table, cell_text
 
 
 def html_table(table: Table) -> dict:
     """A Table as text cells, each flagged for right alignment (numbers, and "-" for undefined ones)."""
     return {
-        "title": table.title,
-        "columns": table.column_headers(),
-        "column_groups": table.column_groups,  # a heading row over them (Table 1's providers)
-        "rows": [[(cell_text(cell), not isinstance(cell, str)) for cell in row] for row in table.rows],
-        "notes": table.notes,
+        "title": shown(table.title),
+        "columns": [shown(column) for column in table.column_headers()],
+        "column_groups": [(shown(heading), span) for heading, span in table.column_groups],  # Table 1's providers
+        "rows": [[(cell.shown() if isinstance(cell, Phrase) else cell_text(cell), not isinstance(cell, str))
+                  for cell in row] for row in table.rows],
+        "notes": [shown(note) for note in table.notes],
     }
-
-
