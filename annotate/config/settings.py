@@ -344,6 +344,23 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- e-mail (set-password links sent from the People page) ---------------------------------
+# Django's mail backends: the demo and DEBUG print e-mails on the console; a deployment names an SMTP server
+# (EMAIL_HOST) or another backend. Without either, e-mail is off and the People page says so (links are copied or
+# downloaded instead): a default backend would print account-opening links into a deployment's logs.
+EMAIL_HOST = env_str("EMAIL_HOST", "") or ""
+_email_backend = env_str("EMAIL_BACKEND", "") or ""
+EMAIL_ENABLED = bool(_email_backend or EMAIL_HOST or DEBUG or DEMO)
+EMAIL_BACKEND = _email_backend or ("django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                                   else "django.core.mail.backends.console.EmailBackend")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "") or ""
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "") or ""
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "") or "Feedback Lab <feedback-lab@localhost>"
+
 # --- product settings -----------------------------------------------------------------------
 ALLOW_REMOTE_IMAGES = env_bool("ALLOW_REMOTE_IMAGES", False)
 ASSIGNMENT_LEASE_SECONDS = env_int("ASSIGNMENT_LEASE_SECONDS", 300)
