@@ -14,7 +14,7 @@ from django.core import mail
 from django.test import Client
 
 from annotate.models import User
-from tests.factories import UserFactory, make_batch, ModelConfigFactory
+from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = pytest.mark.django_db
 
