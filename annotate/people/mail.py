@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.mail import EmailMessage, get_connection
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from annotate.errors import ApplicationError
@@ -34,11 +36,14 @@ def set_password_links_email(*, links: Sequence[tuple[User, str]], timeout_days:
         if not user.email:
             without.append(user.username)
             continue
-        body = _("Hello %(name)s,\n\nAn account on Feedback Lab was made for you. Your username is %(username)s.\n"
-                 "Choose your password with this link (it works once and expires after %(days)d days):\n\n%(link)s\n"
-                 ) % {"name": user.first_name or user.username, "username": user.username, "link": link,
-                      "days": timeout_days}
-        messages.append(EmailMessage(_("Your Feedback Lab account: choose a password"), body, to=[user.email]))
+        # In the person's language where their account has one; else the page's (the admin's).
+        with translation.override(user.language) if user.language else nullcontext():
+            body = _("Hello %(name)s,\n\nAn account on Feedback Lab was made for you. Your username is "
+                     "%(username)s.\nChoose your password with this link (it works once and expires after %(days)d "
+                     "days):\n\n%(link)s\n") % {"name": user.first_name or user.username, "username": user.username,
+                                                  "link": link, "days": timeout_days}
+            subject = _("Your Feedback Lab account: choose a password")
+        messages.append(EmailMessage(subject, body, to=[user.email]))
     if messages:
         try:
             with get_connection() as connection:

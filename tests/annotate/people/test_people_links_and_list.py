@@ -116,3 +116,11 @@ def test_the_list_keeps_crowd_participants_apart_with_search_role_and_pages(admi
     assert "Nobody matches." in admin_client.get("/setup/people/?q=zzz").content.decode()
     paged = admin_client.get("/setup/people/?role=annotator&page=1").content.decode()
     assert 'href="?role=annotator&amp;page=2"' in paged  # the filter stays on the next page
+
+
+def test_the_email_is_in_the_persons_language_when_their_account_has_one(admin_client):
+    create(admin_client, "username,email\nli,li@lab.org\n")
+    User.objects.filter(username="li").update(language="zh-hans")
+    admin_client.post("/setup/people/links/email/", {"username": ["li"]})
+    assert mail.outbox[0].subject == "您的 Feedback Lab 账户：请设置密码"
+    assert "您的用户名是 li。" in mail.outbox[0].body
