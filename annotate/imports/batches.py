@@ -335,7 +335,8 @@ def _capacity_report(kind: str, clean: dict, existing: Batch | None, report: Imp
     capacity = capacity_planned(
         kind=kind, models=models, overlap=setting("overlap", "overlap", Batch._meta.get_field("overlap").default),
         repeats=setting("allow_repeat_tasks", "allow_repeat_tasks", False),
-        annotators=annotator_pool(existing, named=named).count())
+        annotators=annotator_pool(existing, named=named,
+                                  open_to_all=clean.get("open_to_all_annotators")).count())
     if capacity is None:
         return
     report.capacity = capacity.as_dict()

@@ -69,3 +69,18 @@ def test_a_closed_batch_no_longer_keeps_its_people_from_the_others(two_batches):
 def test_new_batches_are_not_open_to_all_by_default(two_batches):
     _, batch_b, _, _ = two_batches
     assert not batch_b.open_to_all_annotators
+
+
+def test_the_capacity_counts_the_people_who_may_be_served(two_batches):
+    """The import report's and the dashboard's "can its people finish it" count the same people as the queue."""
+    from annotate.queue.capacity import annotator_pool
+
+    batch_a, batch_b, anna, bob = two_batches
+    batch_a.refresh_from_db()
+    assert set(annotator_pool(batch_b)) == {bob}  # anna belongs to batch A
+    assert set(annotator_pool(batch_a)) == {anna}
+    assert set(annotator_pool(None)) == {bob}  # a new batch naming no one
+    assert set(annotator_pool(None, open_to_all=True)) == {anna, bob}
+    Batch.objects.filter(pk=batch_b.pk).update(open_to_all_annotators=True)
+    batch_b.refresh_from_db()
+    assert set(annotator_pool(batch_b)) == {anna, bob}
