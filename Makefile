@@ -21,12 +21,15 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Demo: SQLite, embedded Redis, offline models. DEBUG=1 only because it serves on 127.0.0.1 for one person.
-# `make demo PORT=8123` serves it on another port.
+# Demo: SQLite, embedded Redis, offline models, served as production is (DEBUG off: the styled error pages, static
+# files collected and served by whitenoise) on 127.0.0.1 only, with a secret key generated once into var/
+# (FEEDBACK_LAB_DEMO, docs/operations/configuration.md). `make demo PORT=8123` serves it on another port.
+DEMO_ENV := FEEDBACK_LAB_DEMO=1 DEBUG=0
 demo: install
-	DEBUG=1 $(PY) manage.py migrate --no-input
-	DEBUG=1 $(PY) manage.py demo_setup
-	DEBUG=1 $(PY) manage.py run_demo --port $(PORT)
+	$(DEMO_ENV) $(PY) manage.py migrate --no-input
+	$(DEMO_ENV) $(PY) manage.py collectstatic --no-input --verbosity 0
+	$(DEMO_ENV) $(PY) manage.py demo_setup
+	$(DEMO_ENV) $(PY) manage.py run_demo --port $(PORT)
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || \

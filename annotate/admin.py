@@ -111,7 +111,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
 class BatchAdmin(admin.ModelAdmin):
     list_display = ("name", "kind", "status", "task_count", "overlap", "max_rounds", "allow_repeat_tasks",
                     "created_at")
-    list_filter = ("kind", "status", "allow_repeat_tasks")
+    list_filter = ("kind", "status", "allow_repeat_tasks", "open_to_all_annotators")
     search_fields = ("name",)
     filter_horizontal = ("models_to_evaluate", "members")
     # Annotators are set by the import's settings (`--annotators`), which keeps annotators_named in step; the serving

@@ -17,6 +17,8 @@ os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
 os.environ.setdefault("FEEDBACK_LAB_VAR_DIR", str(ROOT / "var" / "test"))
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ.setdefault("STATIC_FROM_FINDERS", "1")
+# E-mail on (the People page's "E-mail the links"); pytest-django keeps every message in memory (mail.outbox).
+os.environ.setdefault("EMAIL_BACKEND", "django.core.mail.backends.locmem.EmailBackend")
 (Path(os.environ["FEEDBACK_LAB_VAR_DIR"]) / "staticfiles").mkdir(parents=True, exist_ok=True)
 # Playwright's sync API runs an event loop in the test thread; the ORM calls around it are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

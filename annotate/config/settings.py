@@ -14,20 +14,27 @@ from django.core.exceptions import ImproperlyConfigured
 
 from annotate import queue_contract
 from annotate.server import embedded_redis
-from annotate.server.env import env_bool, env_float, env_int, env_list, env_str
+from annotate.server.env import env_bool, env_float, env_int, env_list, env_str, local_secret_key
 from annotate.server.proxies import trusted_proxies
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(env_str("FEEDBACK_LAB_VAR_DIR") or BASE_DIR / "var")
 
 DEBUG = env_bool("DEBUG", False)
+# The demo (`make demo`) runs as production does (DEBUG off: the styled error pages, static files collected and
+# served by whitenoise) for one person on this machine: a secret key generated once into VAR_DIR, only
+# 127.0.0.1/localhost served, cookies over plain HTTP.
+DEMO = env_bool("FEEDBACK_LAB_DEMO", False)
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
-    if not DEBUG:
+    if DEMO:
+        SECRET_KEY = local_secret_key(VAR_DIR)
+    elif not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (set DEBUG=1 for local use)")
-    SECRET_KEY = "insecure-local-development-key-do-not-use-in-production"
+    else:
+        SECRET_KEY = "insecure-local-development-key-do-not-use-in-production"
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"] if DEBUG else [])
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"] if DEBUG or DEMO else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # No "daphne" app: the web server is started as `daphne annotate.config.asgi:application` (demo, compose, tests), and the
@@ -219,8 +226,8 @@ AUTH_PASSWORD_VALIDATORS = [
 SESSION_COOKIE_HTTPONLY = True
 # Cookies only over HTTPS unless DEBUG. A deployment served over plain HTTP (a lab network, `docker compose` on
 # localhost) sets SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0, or logins silently fail.
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
-CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not (DEBUG or DEMO))
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not (DEBUG or DEMO))
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 # Behind TLS (set by the deployment: a TLS-terminating proxy sends X-Forwarded-Proto): redirect HTTP to HTTPS and
@@ -336,6 +343,23 @@ SPECTACULAR_SETTINGS = {
         "SessionStatusEnum": "annotate.models.Session.Status",
     },
 }
+
+# --- e-mail (set-password links sent from the People page) ---------------------------------
+# Django's mail backends: the demo and DEBUG print e-mails on the console; a deployment names an SMTP server
+# (EMAIL_HOST) or another backend. Without either, e-mail is off and the People page says so (links are copied or
+# downloaded instead): a default backend would print account-opening links into a deployment's logs.
+EMAIL_HOST = env_str("EMAIL_HOST", "") or ""
+_email_backend = env_str("EMAIL_BACKEND", "") or ""
+EMAIL_ENABLED = bool(_email_backend or EMAIL_HOST or DEBUG or DEMO)
+EMAIL_BACKEND = _email_backend or ("django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                                   else "django.core.mail.backends.console.EmailBackend")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "") or ""
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "") or ""
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "") or "Feedback Lab <feedback-lab@localhost>"
 
 # --- product settings -----------------------------------------------------------------------
 ALLOW_REMOTE_IMAGES = env_bool("ALLOW_REMOTE_IMAGES", False)

@@ -129,6 +129,7 @@ urlpatterns = [
     path("setup/models/<slug:name>/restore/", model_views.model_restore_view, name="model-restore"),
     path("setup/models/<slug:name>/test/", model_views.model_test_view, name="model-test"),
     path("setup/people/", people_views.people_page, name="people"),
+    path("setup/people/links/email/", people_views.people_links_email, name="people-links-email"),
     path("setup/people/<str:username>/deactivate/", people_views.person_deactivate, name="person-deactivate"),
     path("setup/people/<str:username>/reactivate/", people_views.person_reactivate, name="person-reactivate"),
     path("setup/people/<str:username>/link/", people_views.person_link, name="person-link"),

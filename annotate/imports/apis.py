@@ -54,7 +54,10 @@ class ImportCreateApi(APIView):
         annotators = serializers.CharField(
             required=False, allow_blank=True,
             help_text="Usernames (a,b): only they are served the batch; * (or none given): everyone with the "
-                      "annotator role")
+                      "annotator role who belongs to no other open batch")
+        open_to_all_annotators = serializers.BooleanField(
+            required=False, allow_null=True,
+            help_text="Serve the batch to every annotator, also the people named on other batches (default false)")
         instructions = serializers.CharField(
             required=False, allow_blank=True, trim_whitespace=False,
             help_text="Markdown shown to annotators at the top of every item and on the batch's start page")

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 SETTING_KEYS = ("models", "overlap", "max_rounds", "prompt_templates", "gold_rate", "allow_repeat_tasks",
                 "instructions", "researchers", "annotators", "category_order", "budget", "seed",
-                "skips_count_toward_share", "max_counted_skips", "reasons_required", "study")
+                "skips_count_toward_share", "max_counted_skips", "reasons_required", "study", "open_to_all_annotators")
 MAX_SEED = 2**31 - 1
 EVERYONE = ("*", "all")  # "researchers": every researcher (and admin) account; "annotators": no one named
 MAX_INSTRUCTIONS_CHARS = 20_000
@@ -83,7 +83,7 @@ def batch_settings_clean(raw: dict | None, report: ImportReport) -> dict:
             report.add(None, "settings.gold_rate", f"must be a number from 0 to 1, got {raw['gold_rate']!r}")
     if "prompt_templates" in raw:
         clean["prompt_templates"] = _templates_clean(raw["prompt_templates"], report)
-    for flag in ("allow_repeat_tasks", "skips_count_toward_share", "reasons_required"):
+    for flag in ("allow_repeat_tasks", "skips_count_toward_share", "reasons_required", "open_to_all_annotators"):
         if flag in raw:
             if isinstance(raw[flag], bool):
                 clean[flag] = raw[flag]
@@ -208,7 +208,8 @@ def _settings_apply(batch: Batch, clean: dict) -> bool:
                        ("prompt_templates", "prompt_templates"), ("allow_repeat_tasks", "allow_repeat_tasks"),
                        ("instructions", "instructions"), ("category_order", "category_order"), ("budget", "budget"),
                        ("seed", "serving_seed"), ("skips_count_toward_share", "skips_count_toward_share"),
-                       ("max_counted_skips", "max_counted_skips"), ("reasons_required", "reasons_required")):
+                       ("max_counted_skips", "max_counted_skips"), ("reasons_required", "reasons_required"),
+                       ("open_to_all_annotators", "open_to_all_annotators")):
         if key in clean and getattr(batch, field) != clean[key]:
             setattr(batch, field, clean[key])
             changed = True
@@ -334,7 +335,8 @@ def _capacity_report(kind: str, clean: dict, existing: Batch | None, report: Imp
     capacity = capacity_planned(
         kind=kind, models=models, overlap=setting("overlap", "overlap", Batch._meta.get_field("overlap").default),
         repeats=setting("allow_repeat_tasks", "allow_repeat_tasks", False),
-        annotators=annotator_pool(existing, named=named).count())
+        annotators=annotator_pool(existing, named=named,
+                                  open_to_all=clean.get("open_to_all_annotators")).count())
     if capacity is None:
         return
     report.capacity = capacity.as_dict()

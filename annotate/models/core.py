@@ -142,14 +142,20 @@ class Batch(models.Model):
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="member_batches", help_text="Researchers who may read it"
     )
-    # Empty (annotators_named off): every annotator account is served the batch. Invited participants (invite
-    # links) are served the batch they joined either way.
+    # Empty (annotators_named off): every annotator account named on no other open batch is served the batch (with
+    # open_to_all_annotators: every annotator account). Invited participants (invite links) are served the batch
+    # they joined either way.
     annotators = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="annotator_batches",
         help_text="Annotators served this batch; none named: everyone with the annotator role",
     )
     annotators_named = models.BooleanField(
         default=False, help_text="Only the named annotators are served the batch (kept by the import's settings)",
+    )
+    open_to_all_annotators = models.BooleanField(
+        default=False,
+        help_text="Served to every annotator account, also the people of other batches (off: an annotator named on "
+                  "another open batch is served only the batches naming them)",
     )
     overlap = models.PositiveSmallIntegerField(default=1, help_text="Annotators per (task, model): K")
     max_rounds = models.PositiveSmallIntegerField(default=3)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from rest_framework.authtoken.models import Token
 
 from annotate.errors import NotFound
@@ -15,6 +15,19 @@ def users_list(*, role: str | None = None, active: bool | None = None) -> QueryS
         users = users.filter(role=role)
     if active is not None:
         users = users.filter(is_active=active)
+    return users
+
+
+def people_page_list(*, crowd: bool, query: str = "", role: str = "") -> QuerySet[User]:
+    """The People page's list: crowd participants (joined through an invite link) apart from the team (admins,
+    researchers, annotators with accounts), searched by username, e-mail, name or pseudonym, of one role."""
+    joined = Q(crowd_batch__isnull=False) | Q(invite_link__isnull=False)
+    users = User.objects.filter(joined if crowd else ~joined).order_by("role", "username")
+    if query:
+        users = users.filter(Q(username__icontains=query) | Q(email__icontains=query) | Q(pseudonym__icontains=query)
+                             | Q(first_name__icontains=query) | Q(last_name__icontains=query))
+    if role in User.Role.values:
+        users = users.filter(role=role)
     return users
 
 

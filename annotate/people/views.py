@@ -3,11 +3,16 @@ new links; every user manages their own API token; anyone with a link sets their
 
 from __future__ import annotations
 
+import csv
+import io
+from urllib.parse import quote
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
@@ -19,6 +24,7 @@ from annotate.errors import ApplicationError, InvalidFields, NotFound
 from annotate.models import User
 from annotate.people import selectors, services
 from annotate.people.access import admin_required
+from annotate.people.mail import Sent, set_password_links_email
 from annotate.people.pages import form_add_problems
 from annotate.people.rows import person_rows_from_csv
 
@@ -41,6 +47,9 @@ class PeopleForm(forms.Form):
         return data
 
 
+PAGE_SIZE = 50
+
+
 @admin_required
 def people_page(request):
     form = PeopleForm(request.POST or None, request.FILES or None)
@@ -55,10 +64,16 @@ def people_page(request):
         else:
             links = [(c.user, request.build_absolute_uri(c.set_password_path)) for c in created]
             return _links_page(request, links)
-    users = selectors.users_list().only("username", "email", "role", "is_active", "last_login", "pseudonym",
-                                        "password")
-    return render(request, "annotate/people/people.html", {"form": form, "users": users},
-                  status=400 if form.errors else 200)
+    crowd = request.GET.get("who") == "crowd"
+    query, role = request.GET.get("q", "").strip()[:150], request.GET.get("role", "")
+    users = selectors.people_page_list(crowd=crowd, query=query, role=role).only(
+        "username", "email", "role", "is_active", "last_login", "pseudonym", "password", "crowd_batch")
+    page = Paginator(users, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "annotate/people/people.html", {
+        "form": form, "users": page, "crowd": crowd, "query": query, "role": role, "roles": User.Role.choices,
+        "team_count": selectors.people_page_list(crowd=False).count(),
+        "crowd_count": selectors.people_page_list(crowd=True).count(),
+    }, status=400 if form.errors else 200)
 
 
 def _user_or_404(username: str) -> User:
@@ -101,11 +116,46 @@ def person_link(request, username: str):
     return _links_page(request, [(user, request.build_absolute_uri(path))], new_link=True)
 
 
-def _links_page(request, links, *, new_link: bool = False):
+def _links_page(request, links, *, new_link: bool = False, sent: Sent | None = None, status: int = 200):
+    """The links, shown this once: a table, all of them as text to copy at once, a CSV download (a data: link, no
+    copy kept on the server) and a button that e-mails each person their own."""
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["username", "email", "role", "set_password_link"])
+    for person, link in links:
+        writer.writerow([csv_cell(person.username), csv_cell(person.email), person.role, link])
     response = render(request, "annotate/people/created.html", {
-        "links": links, "new_link": new_link, "timeout_days": settings.PASSWORD_RESET_TIMEOUT // 86400})
+        "links": links, "new_link": new_link, "timeout_days": _timeout_days(), "sent": sent,
+        "copy_text": "\n".join(f"{person.username}\t{link}" for person, link in links),
+        "csv_url": "data:text/csv;charset=utf-8," + quote(table.getvalue(), safe=""),
+        "email_enabled": settings.EMAIL_ENABLED, "with_email": sum(1 for person, _ in links if person.email)},
+        status=status)
     response["Cache-Control"] = "no-store"  # the links open accounts: never from a cache
     return response
+
+
+def csv_cell(text: str) -> str:
+    """Text no spreadsheet runs as a formula (OWASP "CSV injection"; the exports' rule, evaluation's csv_cell)."""
+    return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
+
+
+def _timeout_days() -> int:
+    return settings.PASSWORD_RESET_TIMEOUT // 86400
+
+
+@require_POST
+@admin_required
+def people_links_email(request):
+    """E-mail fresh links to the people of a links page (each their own); the page is shown again with them."""
+    names = request.POST.getlist("username")[:services.MAX_ROWS]
+    people = list(User.objects.filter(username__in=names, is_active=True).order_by("username"))
+    links = [(person, request.build_absolute_uri(services.set_password_path(person))) for person in people]
+    try:
+        sent = set_password_links_email(links=links, timeout_days=_timeout_days())
+    except ApplicationError as error:
+        messages.error(request, error.message)
+        return _links_page(request, links, status=503 if error.code == "email_failed" else 400)
+    return _links_page(request, links, sent=sent)
 
 
 @login_required

@@ -16,10 +16,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from django.db.models import Count, F, Q, QuerySet, Sum, Value
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum, Value
 from django.db.models.functions import Greatest
 
 from annotate.models import Assignment, Batch, Session, User, WorkItem
+from annotate.queue.items import belongs_to_a_batch
 
 
 @dataclass(frozen=True)
@@ -57,16 +58,24 @@ def _unit(kind: str) -> str:
     return "task" if kind == Batch.Kind.INTERFEEDBACK else "conversation"
 
 
-def annotator_pool(batch: Batch | None, *, named: list[User] | None = None) -> QuerySet[User]:
+def annotator_pool(batch: Batch | None, *, named: list[User] | None = None,
+                   open_to_all: bool | None = None) -> QuerySet[User]:
     """Who may be served the batch: its named annotators (``named`` overrides the batch's, [] for everyone), or
-    every annotator account not bound to another batch by an invite link; its invited participants either way."""
+    every annotator account not bound to another batch by an invite link nor named on another open batch (unless
+    the batch is open to all annotators; ``open_to_all`` overrides the batch's); its invited participants either
+    way."""
     people = User.objects.filter(is_active=True, role=User.Role.ANNOTATOR, is_superuser=False)
     own = Q(crowd_batch=batch) if batch is not None and batch.pk else Q(pk__in=[])
     if named is None:
         named = list(batch.annotators.all()) if batch is not None and batch.pk and batch.annotators_named else []
     if named:
         return people.filter(Q(pk__in=[u.pk for u in named]) | own)
-    return people.filter(Q(crowd_batch__isnull=True) | own)
+    free = Q(crowd_batch__isnull=True)
+    if open_to_all is None:  # as the batch says (a new batch: off)
+        open_to_all = batch is not None and batch.open_to_all_annotators
+    if not open_to_all:  # the people of another open batch are not served it
+        free &= ~Exists(belongs_to_a_batch(OuterRef("pk")))
+    return people.filter(free | own)
 
 
 def capacity_planned(*, kind: str, models: int, overlap: int, repeats: bool, annotators: int) -> Capacity | None:

@@ -2,8 +2,9 @@
 to the same person, never a task they may not see again, in serving order.
 
 Who may be served at all: annotators and invited participants, never researchers or admins (SPEC §6). Which
-batches: an invited participant only the batch they joined; an annotator with an account the batches served to
-everyone and those that name them.
+batches: an invited participant only the batch they joined; an annotator with an account the batches that name
+them, and the batches that name no one unless they belong to another open batch (a batch's people see only their
+batches; a batch marked open to all annotators is served to them too).
 """
 
 from __future__ import annotations
@@ -34,16 +35,27 @@ def batch_open_to(annotator: User, batch: Batch) -> bool:
     if annotator.crowd_batch_id:
         share = participant_share(annotator, batch)
         return share is not None and not share.full and items_held_back(annotator, batch) is None
-    return not batch.annotators_named or batch.annotators.filter(pk=annotator.pk).exists()
+    if batch.annotators_named:
+        return batch.annotators.filter(pk=annotator.pk).exists()
+    return batch.open_to_all_annotators or not belongs_to_a_batch(annotator.pk).exists()
+
+
+def belongs_to_a_batch(annotator_id) -> QuerySet:
+    """The open batches (not closed) that name the annotator: while there is one, they are its people, and batches
+    naming no one are not served to them unless open to all annotators. ``annotator_id`` may be an OuterRef."""
+    return Batch.annotators.through.objects.filter(user_id=annotator_id, batch__annotators_named=True).exclude(
+        batch__status=Batch.Status.CLOSED)
 
 
 def batches_serving(annotator: User) -> Q:
     """Items of the batches that may serve the annotator (their share aside): for an invited participant the batch
-    they joined, for others the batches served to everyone or naming them."""
+    they joined, for others the batches naming them, those open to all annotators, and those naming no one while
+    they belong to no open batch."""
     if annotator.crowd_batch_id:
         return Q(batch_id=annotator.crowd_batch_id)
     named = Batch.annotators.through.objects.filter(user_id=annotator.pk).values("batch_id")
-    return Q(batch__annotators_named=False) | Q(batch_id__in=named)
+    unnamed = Q(batch__open_to_all_annotators=True) | ~Exists(belongs_to_a_batch(annotator.pk))
+    return (Q(batch__annotators_named=False) & unnamed) | Q(batch_id__in=named)
 
 
 def open_items(annotator: User, *, last_task_id: int | None = None) -> QuerySet[WorkItem]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import os
+import secrets
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -66,3 +68,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def local_secret_key(folder) -> str:
+    """A secret key for one machine (the demo): made once with `secrets` into ``folder``/secret_key, readable by
+    its owner only, and read back on every later start (logins survive a restart)."""
+    path = Path(folder) / "secret_key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process of the demo made it meanwhile
+            pass
+        else:
+            with os.fdopen(descriptor, "w") as file:
+                file.write(secrets.token_urlsafe(50))
+    return path.read_text().strip()

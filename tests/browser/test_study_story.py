@@ -85,7 +85,7 @@ def test_a_study_from_setup_to_bundle(browser, asgi_server, celery_worker_proces
     page.fill("#id_category_order", CATEGORY_ORDER)
     page.locator("#main button[type=submit]").first.click()
     page.wait_for_url(re.compile(r".*/imports/\d+/$"))
-    expect(page.locator("body")).to_contain_text("Status: succeeded", timeout=60_000)
+    expect(page.locator("#job-status")).to_have_text("Succeeded", timeout=60_000)
     batch = Batch.objects.get(name="story-study")
     assert batch.category_order == ["MMMU-Pro", "Visual Logic"] and batch.work_items.count() == 4
 

@@ -65,7 +65,9 @@ class Command(BaseCommand):
         parser.add_argument("--instructions", help="Markdown file shown to annotators at the top of every item")
         parser.add_argument("--researchers", help="usernames who may read the batch (a,b), or '*' for every researcher")
         parser.add_argument("--annotators", help="usernames served the batch (a,b); '*': everyone with the annotator "
-                            "role (the default for a new batch)")
+                            "role who belongs to no other open batch (the default for a new batch)")
+        parser.add_argument("--open-to-all-annotators", action="store_true", default=None,
+                            help="serve the batch to every annotator, also the people named on other batches")
         parser.add_argument("--category-order", help="category names in the order of the report's columns "
                             "(\"Visual Logic,MMMU-Pro,...\"); the rest follow as they first appear in the file")
         parser.add_argument("--budget", help="model spending limit (the models' prices); then no new session starts")
@@ -94,7 +96,8 @@ class Command(BaseCommand):
                     "researchers": opts["researchers"], "annotators": opts["annotators"], "category_order": opts["category_order"],
                     "budget": opts["budget"], "seed": opts["seed"],
                     "skips_count_toward_share": opts["skips_count_toward_share"],
-                    "max_counted_skips": opts["max_counted_skips"], "reasons_required": opts["reasons_required"]}
+                    "max_counted_skips": opts["max_counted_skips"], "reasons_required": opts["reasons_required"],
+                    "open_to_all_annotators": opts["open_to_all_annotators"]}
         if opts["templates"]:
             try:
                 settings["prompt_templates"] = Path(opts["templates"]).read_text(encoding="utf-8")

@@ -57,10 +57,10 @@ def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simul
         submit_counts.append(submit(api_client, session_id, n))
         finish(session_id)
     # A fresh reservation: the batch, then in one transaction (its savepoint and release counted here) the lock on the
-    # annotator's row, their latest assignment (resume, last task, pins; a newcomer's pins take one more), the
-    # served-gold count with a gold rate, the first open item with its model (locked), its active count, the
-    # assignment, the session and round 0.
-    fresh = 10 + (1 if gold_rate else 0)
+    # annotator's row, their latest assignment (resume, last task, pins; a newcomer's pins take one more), whether
+    # they belong to another open batch (this one names no one), the served-gold count with a gold rate, the first
+    # open item with its model (locked), its active count, the assignment, the session and round 0.
+    fresh = 11 + (1 if gold_rate else 0)
     assert next_counts == [fresh + 1] + [fresh] * 7, next_counts
     # A submit: the session with its ownership check, its rounds, the new round saved as the session moves on (the
     # transaction's markers, the session's update and the insert), and the snapshot's images (its rounds are those
