@@ -70,11 +70,11 @@ def annotator_pool(batch: Batch | None, *, named: list[User] | None = None,
         named = list(batch.annotators.all()) if batch is not None and batch.pk and batch.annotators_named else []
     if named:
         return people.filter(Q(pk__in=[u.pk for u in named]) | own)
-    free = Q(crowd_batch__isnull=True)
+    free: Q = Q(crowd_batch__isnull=True)
     if open_to_all is None:  # as the batch says (a new batch: off)
         open_to_all = batch is not None and batch.open_to_all_annotators
     if not open_to_all:  # the people of another open batch are not served it
-        free &= ~Exists(belongs_to_a_batch(OuterRef("pk")))
+        free = free & Q(~Exists(belongs_to_a_batch(OuterRef("pk"))))
     return people.filter(free | own)
 
 

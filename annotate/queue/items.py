@@ -9,6 +9,8 @@ batches; a batch marked open to all annotators is served to them too).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
 
 from annotate.models import Assignment, Batch, Session, Task, User, WorkItem
@@ -40,7 +42,7 @@ def batch_open_to(annotator: User, batch: Batch) -> bool:
     return batch.open_to_all_annotators or not belongs_to_a_batch(annotator.pk).exists()
 
 
-def belongs_to_a_batch(annotator_id) -> QuerySet:
+def belongs_to_a_batch(annotator_id: int | OuterRef) -> QuerySet[Any]:
     """The open batches (not closed) that name the annotator: while there is one, they are its people, and batches
     naming no one are not served to them unless open to all annotators. ``annotator_id`` may be an OuterRef."""
     return Batch.annotators.through.objects.filter(user_id=annotator_id, batch__annotators_named=True).exclude(
