@@ -312,14 +312,14 @@
         typing_ms: typingStartedAt ? Math.round(performance.now() - typingStartedAt) : null,
       });
       const body = await response.json().catch(() => ({}));
-      if (response.ok) {
+      if (response.ok && body.code === "ground_truth_leak") {
+        showLeakWarning(body); // a warning (200), nothing sent: edit, or send anyway
+      } else if (response.ok) {
         sessionStorage.removeItem(`feedback-request-${sessionId}-${state.next_round}`);
         const later = input.value.startsWith(sent) ? input.value.slice(sent.length).trimStart() : "";
         input.value = ""; typingStartedAt = later ? performance.now() : null; $("leak-warning").hidden = true;
         typedAhead += later;
         state = body; render();
-      } else if (body.code === "ground_truth_leak") {
-        showLeakWarning(body);
       } else {
         error.hidden = false; text(error, body.detail || fmt(gettext("Could not send (%(status)s)."), {status: response.status}));
       }

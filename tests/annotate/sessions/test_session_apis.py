@@ -64,11 +64,23 @@ def test_bad_feedback_input_is_400_naming_the_field(api_client, annotator, sessi
     assert response.status_code == 400 and message in response.json()
 
 
-def test_leak_warning_is_400_with_code(api_client, annotator, session):
+def test_leak_warning_is_a_200_warning_and_sends_nothing(api_client, annotator, session):
+    """A warning is not an error (no red console line in the browser), and nothing goes to the model until the
+    annotator confirms."""
     api_client.force_authenticate(annotator)
     response = api_client.post(url("api-session-feedback", session),
                                {"feedback": "the answer is 7391", "client_request_id": "l"}, format="json")
-    assert response.status_code == 400 and response.json()["code"] == "ground_truth_leak"
+    assert response.status_code == 200
+    assert response.json() == {"sent": False, "code": "ground_truth_leak", "detail": response.json()["detail"],
+                               "detected": ["the number 7391"]}
+    assert "state an answer" in response.json()["detail"]
+    assert session.rounds.count() == 1
+    session.refresh_from_db()
+    assert session.status == Session.Status.AWAITING_FEEDBACK
+    confirmed = api_client.post(url("api-session-feedback", session),
+                                {"feedback": "the answer is 7391", "client_request_id": "l", "confirm_leak": True},
+                                format="json")
+    assert confirmed.status_code == 201 and session.rounds.count() == 2
 
 
 def test_feedback_in_the_wrong_state_is_409(api_client, annotator, session):
