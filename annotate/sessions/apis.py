@@ -60,6 +60,9 @@ class SnapshotSerializer(serializers.Serializer):
     feedback_draft = serializers.CharField(allow_blank=True)
     ground_truth_revealed = serializers.BooleanField()
     ground_truth = serializers.CharField(required=False, allow_blank=True, help_text="Only once revealed")
+    finished_at = serializers.DateTimeField(
+        required=False, allow_null=True,
+        help_text="A finished session (completed, skipped or expired): when it ended; its page's timer stops there")
     judging_reference = serializers.CharField(required=False, allow_blank=True,
                                               help_text="Manual tasks before the reveal: the annotator's reference")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -122,7 +124,10 @@ def session_snapshot(session: Session, rounds: list[Round] | None = None) -> dic
         "ground_truth_revealed": revealed,
     }
     if session.status == Session.Status.ABANDONED:
-        snapshot["ended_as"] = _how_it_ended(session)
+        snapshot["ended_as"], finished_at = _how_it_ended(session)
+        snapshot["finished_at"] = finished_at.isoformat() if finished_at else None
+    elif session.status == Session.Status.COMPLETED:
+        snapshot["finished_at"] = session.completed_at.isoformat() if session.completed_at else None
     if revealed:
         snapshot["ground_truth"] = task.ground_truth
     elif task.answer_type == task.AnswerType.MANUAL:
@@ -131,10 +136,11 @@ def session_snapshot(session: Session, rounds: list[Round] | None = None) -> dic
     return snapshot
 
 
-def _how_it_ended(session: Session) -> str:
-    """An abandoned session was either skipped by its annotator or left until its lease ran out."""
-    skipped = Assignment.objects.filter(pk=session.assignment_id, status=Assignment.Status.SKIPPED).exists()
-    return "skipped" if skipped else "expired"
+def _how_it_ended(session: Session) -> tuple[str, datetime | None]:
+    """An abandoned session was either skipped by its annotator or left until its lease ran out; and when."""
+    status, finished_at = Assignment.objects.filter(pk=session.assignment_id).values_list(
+        "status", "finished_at").first() or ("", None)
+    return ("skipped" if status == Assignment.Status.SKIPPED else "expired"), finished_at
 
 
 def item_progress(session: Session, viewer: User) -> dict:
