@@ -87,4 +87,6 @@ for _name in ("fig4", "fig5"):
                             lambda batch, fmt, filters, name=_name: _figure(batch, name, fmt, filters))
 exports.register_export("sessions", SESSION_FORMATS, _sessions, size=_sessions_counted)
 kinds.register(kinds.StudyKind(kind=Batch.Kind.INTERFEEDBACK, downloads=DOWNLOADS, bundle_files=bundle_files,
-                               counts_sessions=True, bundle_summary=bundle_summary))
+                               counts_sessions=True, bundle_summary=bundle_summary,
+                               report_actions=("recount", "sessions", "quality", *kinds.COMMON_ACTIONS,
+                                               "sessions-export")))
