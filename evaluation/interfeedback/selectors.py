@@ -180,7 +180,7 @@ def annotator_breakdown(
     return _ordered(_tally((pseudonyms[annotator_id], r, n) for annotator_id, r, n in grouped))
 
 
-def filter_options(batch: Batch) -> dict[str, list]:
+def filter_options(batch: Batch) -> dict[str, list[Any]]:
     """Models (slug, display name; by display name) and categories that have counted sessions, for the filter form;
     categories in the batch's order, as the tables. One query."""
     rows = (
