@@ -18,9 +18,11 @@ from evaluation.table import Table
 
 # (export name, file stem, what it is) in the study bundle
 PAPER_TABLES = (
-    ("accuracy", "table3_accuracy", "Table 3: accuracy (%) per model and category, Average pooled over sessions"),
+    ("accuracy", "table3_accuracy", "Table 3: accuracy (%) per model and category, Average pooled over sessions "
+                                    "(csv and json: each value's sessions beside it, (k) right of (n))"),
     ("correction", "table4_correction", "Table 4: correction rate (%) per feedback round (# Round) per model and "
-                                        "category"),
+                                        "category (csv and json: (k) corrected of (n) wrong in round 0 beside "
+                                        "each value)"),
 )
 FIGURES = (
     ("fig4", "fig4_corrected_round_by_model", "Fig. 4: round in which sessions were corrected, per model"),
