@@ -117,3 +117,33 @@ def test_a_finished_session_fits_and_passes_axe(browser, live_server, width, no_
         assert_accessible(page, f"finished session at {width}")
     finally:
         context.close()
+
+
+def test_an_annotators_pages_fit_a_phone(browser, live_server, fire_batch, no_dispatch):
+    annotator = UserFactory(username="phone-annotator")
+    batch = make_batch(models=[ModelConfigFactory(name="phone-walk")])
+    attach_image(batch.tasks.get())
+    session = assignment_next(annotator=annotator, batch=batch).session
+    run_pending_round(session)
+    rater = UserFactory(username="phone-rater")
+    conversation = assignment_next(annotator=rater, batch=fire_batch).work_item.conversation
+    context = browser.new_context(**WIDTHS["phone"])
+    page = context.new_page()
+    too_wide = []
+    try:
+        page.goto(f"{live_server.url}/login/")
+        if not fits(page):
+            too_wide.append(("login", page.evaluate("document.scrollingElement.scrollWidth")))
+        for user, pages in ((annotator, [("home", "/?annotate=1"), ("session", f"/annotate/sessions/{session.id}/"),
+                                         ("API token", reverse("api-token-page"))]),
+                            (rater, [("FIRE rating", reverse("fire-rate", args=[conversation.id]))])):
+            page.context.clear_cookies()
+            login(page, live_server.url, user.username)
+            for name, url in pages:
+                page.goto(f"{live_server.url}{url}")
+                page.wait_for_load_state("load")
+                if not fits(page):
+                    too_wide.append((name, page.evaluate("document.scrollingElement.scrollWidth")))
+    finally:
+        context.close()
+    assert not too_wide, f"wider than a 390 px phone: {too_wide}"
