@@ -169,3 +169,23 @@ def test_openapi_schema_and_docs(client, researcher):
     schema = client.get(reverse("api-schema"))
     assert schema.status_code == 200 and b"/api/sessions/{session_id}/feedback/" in schema.content
     assert client.get(reverse("api-docs")).status_code == 200
+
+
+def test_a_finished_session_says_when_it_ended_so_its_timer_stops(api_client, annotator, session):
+    """Under way: no finished_at (the page's timer counts); completed: completed_at; skipped: when it was skipped."""
+    from datetime import datetime, timedelta
+
+    from annotate.assignments import assignment_skip
+
+    api_client.force_authenticate(annotator)
+    assert "finished_at" not in api_client.get(url("api-session", session)).json()
+    ended = session.started_at + timedelta(seconds=71)
+    Session.objects.filter(pk=session.pk).update(status=Session.Status.COMPLETED, completed_at=ended)
+    body = api_client.get(url("api-session", session)).json()
+    assert datetime.fromisoformat(body["finished_at"]) == ended
+    Session.objects.filter(pk=session.pk).update(status=Session.Status.AWAITING_FEEDBACK, completed_at=None)
+    assignment_skip(assignment=session.assignment, reason="The image does not load")
+    body = api_client.get(url("api-session", session)).json()
+    session.assignment.refresh_from_db()
+    assert body["ended_as"] == "skipped"
+    assert datetime.fromisoformat(body["finished_at"]) == session.assignment.finished_at
