@@ -247,6 +247,8 @@ async def drive(base_url: str, batch_name: str, sessions: int, deadline: float) 
                     response = await http.post(f"/api/sessions/{session_id}/feedback/", json=body, headers=headers)
                     responded = time.time()
                     response.raise_for_status()
+                    if response.status_code != 201:  # 200: a leak warning, nothing sent
+                        raise RuntimeError(f"feedback not sent: {response.text[:200]}")
                     snapshot = await live.wait_for(round_done(index))
                     rnd = next(r for r in snapshot["rounds"] if r["index"] == index)
                     samples.append({"session": session_id, "round": index, "warmup": number < WARMUP_SESSIONS,

@@ -37,6 +37,15 @@ def _refuses_nothing(batch: Batch, export: str) -> str | None:
     return None
 
 
+# The actions a report page can offer, by name, in the order it shows them: "recount" (recount the outcome
+# counters), "sessions" (browse sessions), "quality" (annotator quality), "invites", "study" (crowd study settings),
+# "participants", "dashboard" (live), "sessions-export" (a background job writing every session).
+REPORT_ACTIONS = ("recount", "sessions", "quality", "invites", "study", "participants", "dashboard",
+                  "sessions-export")
+# What every kind of study has: people join through links, and the batch is watched live.
+COMMON_ACTIONS = ("invites", "study", "participants", "dashboard")
+
+
 @dataclass(frozen=True)
 class StudyKind:
     kind: str  # a Batch.Kind value
@@ -50,6 +59,8 @@ class StudyKind:
     refuses: Callable[[Batch, str], str | None] = field(default=_refuses_nothing)
     # Its own annotator quality page: the template and its context (None: InterFeedback's, from sessions)
     quality: Callable[[Batch], dict[str, Any]] | None = None
+    # The actions its report page offers (names from REPORT_ACTIONS): none of another kind's
+    report_actions: tuple[str, ...] = COMMON_ACTIONS
 
 
 KINDS: dict[str, StudyKind] = {}

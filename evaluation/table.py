@@ -32,6 +32,11 @@ class Table:
     # no heading. A grouped column is named "<heading>: <name>" (csv and json keep that flat, unique name); md and
     # tex print the headings on a row of their own and "<name>" below, as the paper does.
     column_groups: list[tuple[str, int]] = field(default_factory=list)
+    # The sessions behind each percentage (Tables 3 and 4): per row, per column, (k, n) where the cell is k / n as a
+    # percentage, or None (a label cell). csv and json add them beside their column (`with_counts`); md and tex
+    # keep the paper's layout; the report page shows them on request. Never changes a cell's value.
+    counts: list[list[tuple[int, int] | None]] = field(default_factory=list)
+    counts_note: str = ""  # what k and n count, added to the notes where the counts are shown
 
     def __post_init__(self) -> None:
         if len(set(self.columns)) != len(self.columns):
@@ -50,6 +55,33 @@ class Table:
             for (heading, _), column in zip(self._group_of_each_column(), self.columns, strict=True):
                 if heading and not column.startswith(f"{heading}: "):
                     raise ValueError(f"column {column!r} is in group {heading!r}: name it '{heading}: ...'")
+
+        if self.counts and [len(row) for row in self.counts] != [len(self.columns)] * len(self.rows):
+            raise ValueError("counts need one entry per cell of every row")
+
+    def counted_columns(self) -> list[bool]:
+        return [any(row[index] is not None for row in self.counts) for index in range(len(self.columns))]
+
+    def with_counts(self) -> Table:
+        """The same table with, beside each counted column, "<column> (k)" and "<column> (n)": the sessions behind
+        each percentage (csv and json). The table itself when it has no counts."""
+        if not self.counts:
+            return self
+        counted = self.counted_columns()
+        columns: list[str] = []
+        for column, has_counts in zip(self.columns, counted, strict=True):
+            columns += [column, f"{column} (k)", f"{column} (n)"] if has_counts else [column]
+        rows: list[list[Cell]] = []
+        for row, row_counts in zip(self.rows, self.counts, strict=True):
+            cells: list[Cell] = []
+            for cell, count, has_counts in zip(row, row_counts, counted, strict=True):
+                cells.append(cell)
+                if has_counts:
+                    cells += [count[0], count[1]] if count is not None else [None, None]
+            rows.append(cells)
+        return Table(title=self.title, columns=columns, rows=rows,
+                     notes=[*self.notes, self.counts_note] if self.counts_note else list(self.notes),
+                     group_column=self.group_column)
 
     def _group_of_each_column(self) -> list[tuple[str, int]]:
         return [group for group in self.column_groups for _ in range(group[1])]

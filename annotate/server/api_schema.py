@@ -12,7 +12,7 @@ from rest_framework import serializers
 class ErrorSerializer(serializers.Serializer):
     """Every error answer (400, 403, 404, 409, 410, 415, 429). A 400 for bad fields also lists each field's problems under
     the field's name (``{"detail": "feedback: This field is required.", "code": "invalid", "feedback": [...]}``);
-    some domain errors add keys of their own (e.g. the stated answer of a leak warning)."""
+    some domain errors add keys of their own. A leak warning is no error: it is a 200 (StatedAnswerWarning)."""
 
     detail = serializers.CharField(help_text="What went wrong, in words a person can act on")
     code = serializers.CharField(help_text="A stable machine-readable reason, e.g. invalid, not_found, conflict")

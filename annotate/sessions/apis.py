@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -60,6 +60,9 @@ class SnapshotSerializer(serializers.Serializer):
     feedback_draft = serializers.CharField(allow_blank=True)
     ground_truth_revealed = serializers.BooleanField()
     ground_truth = serializers.CharField(required=False, allow_blank=True, help_text="Only once revealed")
+    finished_at = serializers.DateTimeField(
+        required=False, allow_null=True,
+        help_text="A finished session (completed, skipped or expired): when it ended; its page's timer stops there")
     judging_reference = serializers.CharField(required=False, allow_blank=True,
                                               help_text="Manual tasks before the reveal: the annotator's reference")
 
@@ -76,6 +79,19 @@ class SessionDetailApi(APIView):
         return Response(session_snapshot(session_for_page(request.user, session_id)))
 
 
+@extend_schema_serializer(component_name="StatedAnswerWarning")
+class StatedAnswerWarningSerializer(serializers.Serializer):
+    """The feedback states an answer before the last round: nothing was sent. The page shows the warning; the
+    annotator edits the feedback or sends it again with ``confirm_leak``. Right and wrong stated answers get the
+    same answer, after the same time (LEAK_WARNING_MS)."""
+
+    sent = serializers.BooleanField(help_text="Always false: the feedback was not sent")
+    code = serializers.ChoiceField(choices=["ground_truth_leak"])
+    detail = serializers.CharField(help_text="The warning, in words the annotator can act on")
+    detected = serializers.ListField(child=serializers.CharField(),
+                                     help_text="What the typed text states (never whether it is right)")
+
+
 class SessionFeedbackApi(APIView):
     class SessionFeedbackInputSerializer(serializers.Serializer):
         feedback = serializers.CharField(allow_blank=True, max_length=session_services.MAX_FEEDBACK_CHARS)
@@ -84,7 +100,11 @@ class SessionFeedbackApi(APIView):
         typing_ms = serializers.IntegerField(required=False, min_value=0, allow_null=True)
 
     @extend_schema(request=SessionFeedbackInputSerializer,
-                   responses={201: SnapshotSerializer, **errors(400, 403, 404, 409, 415)},
+                   responses={201: SnapshotSerializer,
+                              200: OpenApiResponse(StatedAnswerWarningSerializer, description=(
+                                  "Not sent: the feedback states an answer (a warning to show, not an error); "
+                                  "send it again with confirm_leak to send it anyway")),
+                              **errors(400, 403, 404, 409, 415)},
                    summary="Send feedback; the model re-answers (idempotent on client_request_id)")
     def post(self, request, session_id: int):
         started = time.monotonic()
@@ -94,9 +114,13 @@ class SessionFeedbackApi(APIView):
             rnd, rounds = session_services.round_submit_feedback(session_id=session_id, annotator=request.user,
                                                                  **data.validated_data)
         except ApplicationError as error:
-            if error.code == "ground_truth_leak":  # the same time for every warning, right or wrong
-                time.sleep(max(0.0, settings.LEAK_WARNING_MS / 1000 - (time.monotonic() - started)))
-            raise
+            if error.code != "ground_truth_leak":
+                raise
+            # A warning, not an error: answered 200 with nothing sent, after the same time for every warning, right
+            # or wrong, so neither the answer nor its timing tells which.
+            time.sleep(max(0.0, settings.LEAK_WARNING_MS / 1000 - (time.monotonic() - started)))
+            return Response({"sent": False, "code": error.code, "detail": error.message, **error.extra},
+                            status=status.HTTP_200_OK)
         # The session and its rounds are at hand (locked and updated by the service): no second check or read.
         return Response(session_snapshot(rnd.session, rounds), status=status.HTTP_201_CREATED)
 

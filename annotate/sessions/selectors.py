@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import NotRequired, TypedDict
 
 from django.db.models import Count, Prefetch, Q, QuerySet
@@ -69,6 +70,7 @@ class SessionSnapshot(TypedDict):
     feedback_draft: str
     ground_truth_revealed: bool
     ended_as: NotRequired[str]
+    finished_at: NotRequired[str | None]  # when a finished session ended (the page stops its timer there)
     ground_truth: NotRequired[str]
     judging_reference: NotRequired[str]
 
@@ -201,7 +203,10 @@ def session_snapshot(session: Session, rounds: list[Round] | None = None) -> Ses
         "ground_truth_revealed": revealed,
     }
     if session.status == Session.Status.ABANDONED:
-        snapshot["ended_as"] = _how_it_ended(session)
+        snapshot["ended_as"], finished_at = _how_it_ended(session)
+        snapshot["finished_at"] = finished_at.isoformat() if finished_at else None
+    elif session.status == Session.Status.COMPLETED:
+        snapshot["finished_at"] = session.completed_at.isoformat() if session.completed_at else None
     if revealed:
         snapshot["ground_truth"] = task.ground_truth
     elif task.answer_type == task.AnswerType.MANUAL:
@@ -210,12 +215,14 @@ def session_snapshot(session: Session, rounds: list[Round] | None = None) -> Ses
     return snapshot
 
 
-def _how_it_ended(session: Session) -> str:
-    """An abandoned session was either skipped by its annotator or left until its lease ran out."""
+def _how_it_ended(session: Session) -> tuple[str, datetime | None]:
+    """An abandoned session was either skipped by its annotator or left until its lease ran out; and when."""
     if session.assignment_id is None:  # no assignment (nothing to skip): the lease ran out
-        return "expired"
-    skipped = Assignment.objects.filter(pk=session.assignment_id, status=Assignment.Status.SKIPPED).exists()
-    return "skipped" if skipped else "expired"
+        return "expired", None
+    ended: tuple[str, datetime | None] = Assignment.objects.filter(pk=session.assignment_id).values_list(
+        "status", "finished_at").first() or ("", None)
+    status, finished_at = ended
+    return ("skipped" if status == Assignment.Status.SKIPPED else "expired"), finished_at
 
 
 def item_progress(session: Session, viewer: User) -> ItemProgress:

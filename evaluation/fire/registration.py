@@ -88,6 +88,8 @@ def bundle_files(batch: Batch, skipped: dict[str, str]) -> Iterator[BundleFile]:
 for _name in FIRE_RATING_EXPORTS:
     exports.register_export(_name, exports.TABLE_FORMATS,
                             lambda batch, fmt, filters, name=_name: fire_rating_table(batch, name))
-kinds.register(kinds.StudyKind(kind=Batch.Kind.FIRE, downloads=(*FIRE_RATING_EXPORTS, "sessions"),
+# Its report offers its own tables and the common actions: no InterFeedback sessions to count, browse or export,
+# and no session-based quality page (FIRE's raters are compared by the agreement tables).
+kinds.register(kinds.StudyKind(kind=Batch.Kind.FIRE, downloads=tuple(FIRE_RATING_EXPORTS),
                                bundle_files=bundle_files, report_sections=report_sections,
                                bundle_summary=bundle_summary))

@@ -124,6 +124,16 @@ def accuracy(counts: OutcomeCounts) -> Fraction | None:
     return _ratio(counts.corrected[0], counts.sessions)
 
 
+def accuracy_counts(counts: OutcomeCounts) -> tuple[int, int]:
+    """The (k, n) behind `accuracy`: sessions right at round 0, sessions."""
+    return counts.corrected[0], counts.sessions
+
+
+def correction_counts(counts: OutcomeCounts, round_index: int) -> tuple[int, int]:
+    """The (k, n) behind `correction_rate`: sessions first corrected in round k, sessions wrong at round 0."""
+    return counts.corrected[round_index], counts.wrong_at_round_zero
+
+
 def correction_rate(counts: OutcomeCounts, round_index: int) -> Fraction | None:
     """Sessions first corrected in round k (1..3) / sessions wrong at round 0."""
     if round_index not in FEEDBACK_ROUNDS:
@@ -196,31 +206,37 @@ def _category_table(
     *,
     models: Sequence[str] | None,
     categories: Sequence[str] | None,
-    rates: Sequence[tuple[tuple[Cell, ...], Callable[[OutcomeCounts], Fraction | None]]],
+    rates: Sequence[tuple[tuple[Cell, ...], tuple[Callable[[OutcomeCounts], Fraction | None],
+                                                  Callable[[OutcomeCounts], tuple[int, int]]]]],
     title: str,
     leading: Sequence[str],
     notes: list[str],
+    counts_note: str,
     digits: int,
     labels: Mapping[str, str] | None,
     group_column: str | None = None,
 ) -> Table:
-    """The paper's layout shared by Tables 3 and 4: per model, one row per (label cells, rate); one column per
-    category, then the Average pooled over the model's sessions. '-' where a category has no session. Models are
-    named by ``labels`` (display names) where given."""
+    """The paper's layout shared by Tables 3 and 4: per model, one row per (label cells, (rate, its k and n)); one
+    column per category, then the Average pooled over the model's sessions. '-' where a category has no session.
+    Models are named by ``labels`` (display names) where given. Each cell's k and n go in the table's counts."""
     models, categories = _layout(counts, models, categories)
     names = labels or {}
     rows: list[list[Cell]] = []
+    row_counts: list[list[tuple[int, int] | None]] = []
     for model in models:
         cells, pooled = _category_cells(counts, model, categories)
-        for leading_cells, rate in rates:
+        for leading_cells, (rate, count) in rates:
             rows.append([
                 names.get(model, model),
                 *leading_cells,
                 *(percent(rate(c), digits) if c is not None else None for c in cells),
                 percent(rate(pooled), digits),
             ])
+            # The sessions behind each cell, k of n (n = 0 where a category has none)
+            row_counts.append([None] * (1 + len(leading_cells))
+                              + [count(c if c is not None else OutcomeCounts()) for c in [*cells, pooled]])
     return Table(title=title, columns=[MODEL_COLUMN, *leading, *categories, AVERAGE], rows=rows, notes=notes,
-                 group_column=group_column)
+                 group_column=group_column, counts=row_counts, counts_note=counts_note)
 
 
 def accuracy_table(
@@ -234,8 +250,9 @@ def accuracy_table(
 ) -> Table:
     """Table 3 layout: one row per model, one column per category, then the pooled Average."""
     return _category_table(
-        counts, models=models, categories=categories, rates=[((), accuracy)], title=title, leading=[],
-        digits=digits, labels=labels,
+        counts, models=models, categories=categories, rates=[((), (accuracy, accuracy_counts))], title=title,
+        leading=[], digits=digits, labels=labels,
+        counts_note=phrase("(k) and (n): the sessions behind each percentage, k right in round 0 of n sessions."),
         notes=[
             phrase("Accuracy = sessions answered correctly in round 0 / sessions."),
             phrase("Average is pooled over all sessions of the model, not the mean of the category columns."),
@@ -255,10 +272,13 @@ def correction_rate_table(
 ) -> Table:
     """Table 4 layout: per model one row per feedback round 1..3 (the paper's "# Round" column); category columns,
     then pooled Average. Markdown and LaTeX name the model once per group of rounds."""
-    rates = [((k,), functools.partial(correction_rate, round_index=k)) for k in FEEDBACK_ROUNDS]
+    rates = [((k,), (functools.partial(correction_rate, round_index=k),
+                     functools.partial(correction_counts, round_index=k))) for k in FEEDBACK_ROUNDS]
     return _category_table(
         counts, models=models, categories=categories, rates=rates, title=title, leading=[ROUND_COLUMN], digits=digits,
         labels=labels, group_column=MODEL_COLUMN,
+        counts_note=phrase("(k) and (n): the sessions behind each percentage, k first corrected in that round of n "
+                           "sessions wrong in round 0."),
         notes=[
             phrase("Correction rate of round k = sessions first corrected in round k / sessions wrong in round 0."),
             phrase("Round 3 feedback includes the ground truth."),

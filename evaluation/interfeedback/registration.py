@@ -18,9 +18,11 @@ from evaluation.table import Table
 
 # (export name, file stem, what it is) in the study bundle
 PAPER_TABLES = (
-    ("accuracy", "table3_accuracy", "Table 3: accuracy (%) per model and category, Average pooled over sessions"),
+    ("accuracy", "table3_accuracy", "Table 3: accuracy (%) per model and category, Average pooled over sessions "
+                                    "(csv and json: each value's sessions beside it, (k) right of (n))"),
     ("correction", "table4_correction", "Table 4: correction rate (%) per feedback round (# Round) per model and "
-                                        "category"),
+                                        "category (csv and json: (k) corrected of (n) wrong in round 0 beside "
+                                        "each value)"),
 )
 FIGURES = (
     ("fig4", "fig4_corrected_round_by_model", "Fig. 4: round in which sessions were corrected, per model"),
@@ -87,4 +89,6 @@ for _name in ("fig4", "fig5"):
                             lambda batch, fmt, filters, name=_name: _figure(batch, name, fmt, filters))
 exports.register_export("sessions", SESSION_FORMATS, _sessions, size=_sessions_counted)
 kinds.register(kinds.StudyKind(kind=Batch.Kind.INTERFEEDBACK, downloads=DOWNLOADS, bundle_files=bundle_files,
-                               counts_sessions=True, bundle_summary=bundle_summary))
+                               counts_sessions=True, bundle_summary=bundle_summary,
+                               report_actions=("recount", "sessions", "quality", *kinds.COMMON_ACTIONS,
+                                               "sessions-export")))

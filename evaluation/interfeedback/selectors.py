@@ -180,21 +180,22 @@ def annotator_breakdown(
     return _ordered(_tally((pseudonyms[annotator_id], r, n) for annotator_id, r, n in grouped))
 
 
-def filter_options(batch: Batch) -> dict[str, list[str]]:
-    """Models and categories that have counted sessions (for the filter form; categories in the batch's order, as
-    the tables). One query."""
-    pairs = (
+def filter_options(batch: Batch) -> dict[str, list[Any]]:
+    """Models (slug, display name; by display name) and categories that have counted sessions, for the filter form;
+    categories in the batch's order, as the tables. One query."""
+    rows = (
         OutcomeCounter.objects.filter(batch=batch, count__gt=0)
-        .values_list("model_config__name", "category")
+        .values_list("model_config__name", "model_config__display_name", "category")
         .distinct()
         .order_by()
     )
-    models: set[str] = set()
+    models: dict[str, str] = {}
     categories: set[str] = set()
-    for model, category in pairs:
-        models.add(model)
+    for model, display_name, category in rows:
+        models[model] = display_name or model
         categories.add(category)
-    return {"models": sorted(models), "categories": categories_in_batch_order(batch, categories)}
+    return {"models": sorted(models.items(), key=lambda item: (item[1].casefold(), item[0])),
+            "categories": categories_in_batch_order(batch, categories)}
 
 
 @dataclass

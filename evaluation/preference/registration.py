@@ -111,4 +111,4 @@ for _export, _build in (("preference-responses", _responses), ("preference-dpo",
     exports.register_export(_export, dict(RAW_EXPORTS)[_export], _build)
 kinds.register(kinds.StudyKind(kind=Batch.Kind.PREFERENCE, downloads=DOWNLOADS, bundle_files=bundle_files,
                                report_sections=report_sections, bundle_summary=bundle_summary, refuses=refusal,
-                               quality=preference_quality))
+                               quality=preference_quality, report_actions=("quality", *kinds.COMMON_ACTIONS)))

@@ -96,7 +96,10 @@
         '<div class="answer"><span class="who model"></span> <pre class="answer-text" aria-live="polite"></pre></div>' +
         '<p class="verdict"></p>';
       text(li.querySelector(".who.you"), gettext("You:"));
-      text(li.querySelector(".who.model"), gettext("Model:"));
+      // The answer is labelled with the model's name, or not at all (never an empty "Model:")
+      const who = li.querySelector(".who.model"), name = state.model && state.model.label;
+      who.hidden = !name;
+      if (name) text(who, fmt(gettext("%(model)s:"), {model: name}));
       $("rounds").appendChild(li);
     }
     return li;
@@ -214,10 +217,16 @@
     else if (s === "completed") $("next-button").focus();
   }
 
+  // Counts while the item is under way; a finished one shows its final time (until it ended), counting no more.
+  let finishedSeenAt = null;
   function timeOnItem() {
     const started = Date.parse(root.dataset.startedAt);
     if (Number.isNaN(started)) return;
-    const seconds = Math.max(0, Math.round((Date.now() - started) / 1000));
+    const finished = state.status === "completed" || state.status === "abandoned";
+    if (finished && finishedSeenAt === null) finishedSeenAt = Date.now();
+    if (!finished) finishedSeenAt = null;
+    const ended = finished ? (Date.parse(state.finished_at || "") || finishedSeenAt) : Date.now();
+    const seconds = Math.max(0, Math.round((ended - started) / 1000));
     const mm = Math.floor(seconds / 60), ss = String(seconds % 60).padStart(2, "0");
     text($("time-on-item"), fmt(gettext("%(time)s on this item"), {time: `${mm}:${ss}`}));
   }
@@ -312,14 +321,14 @@
         typing_ms: typingStartedAt ? Math.round(performance.now() - typingStartedAt) : null,
       });
       const body = await response.json().catch(() => ({}));
-      if (response.ok) {
+      if (response.ok && body.code === "ground_truth_leak") {
+        showLeakWarning(body); // a warning (200), nothing sent: edit, or send anyway
+      } else if (response.ok) {
         sessionStorage.removeItem(`feedback-request-${sessionId}-${state.next_round}`);
         const later = input.value.startsWith(sent) ? input.value.slice(sent.length).trimStart() : "";
         input.value = ""; typingStartedAt = later ? performance.now() : null; $("leak-warning").hidden = true;
         typedAhead += later;
         state = body; render();
-      } else if (body.code === "ground_truth_leak") {
-        showLeakWarning(body);
       } else {
         error.hidden = false; text(error, body.detail || fmt(gettext("Could not send (%(status)s)."), {status: response.status}));
       }

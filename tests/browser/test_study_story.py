@@ -98,7 +98,7 @@ def test_a_study_from_setup_to_bundle(browser, asgi_server, celery_worker_proces
     researcher.fill("#link-items", "1")
     researcher.fill("#link-code", "STORY-DONE")
     researcher.click("#create-link")
-    invite = researcher.locator("input.link-url").first.input_value()
+    invite = researcher.locator(".link-url").first.input_value()
     assert "/join/" in invite
     researcher.goto(f"{asgi_server}/research/batches/{batch.id}/dashboard/")
     expect(researcher.locator("#live-state")).to_contain_text("Live")

@@ -24,6 +24,16 @@ def test_every_download_a_kind_offers_is_a_registered_export():
         assert kind.downloads and set(kind.downloads) <= set(exports.EXPORTS), kind.kind
 
 
+def test_every_kind_declares_report_actions_the_page_knows():
+    for kind in kinds.KINDS.values():
+        assert set(kind.report_actions) <= set(kinds.REPORT_ACTIONS), kind.kind
+    # Session actions belong to the kind that counts sessions
+    session_actions = {"recount", "sessions", "sessions-export"}
+    for kind in kinds.KINDS.values():
+        assert bool(session_actions & set(kind.report_actions)) == kind.counts_sessions, kind.kind
+        assert "sessions" not in kind.downloads or kind.counts_sessions, kind.kind
+
+
 def test_autodiscover_imports_a_new_package_registration(tmp_path, monkeypatch):
     package = tmp_path / "newkind"
     package.mkdir()

@@ -47,10 +47,21 @@ def test_every_error_answer_is_the_error_body(schema):
     assert documented > 60
 
 
+def test_a_leak_warning_is_documented_as_a_200_not_an_error(schema):
+    feedback = responses(schema, "/api/sessions/{session_id}/feedback/", "post")
+    assert feedback["201"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/SessionSnapshot"}
+    assert feedback["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/StatedAnswerWarning"}
+    warning = schema["components"]["schemas"]["StatedAnswerWarning"]
+    assert set(warning["required"]) == {"sent", "code", "detail", "detected"}
+
+
 def test_output_fields_always_present_are_required(schema):
     snapshot = schema["components"]["schemas"]["SessionSnapshot"]
     assert "ground_truth" not in snapshot["required"] and "judging_reference" not in snapshot["required"]
-    assert set(snapshot["properties"]) - set(snapshot["required"]) == {"ground_truth", "judging_reference"}
+    assert set(snapshot["properties"]) - set(snapshot["required"]) == {"ground_truth", "judging_reference",
+                                                                       "finished_at"}  # once finished
     job = schema["components"]["schemas"]["Job"]
     assert {"done", "hint", "url"} <= set(job["required"])  # read-only (method) fields
     assert schema["components"]["schemas"]["JobStatusEnum"]["enum"] == ["queued", "running", "succeeded", "failed"]

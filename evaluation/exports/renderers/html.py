@@ -17,7 +17,13 @@ def html_table(table: Table) -> dict:
         "title": shown(table.title),
         "columns": [shown(column) for column in table.column_headers()],
         "column_groups": [(shown(heading), span) for heading, span in table.column_groups],  # Table 1's providers
-        "rows": [[(cell.shown() if isinstance(cell, Phrase) else cell_text(cell), not isinstance(cell, str))
-                  for cell in row] for row in table.rows],
+        # (text, numeric, the sessions behind it as "k/n" or "")
+        "rows": [[(cell.shown() if isinstance(cell, Phrase) else cell_text(cell), not isinstance(cell, str),
+                   f"{count[0]}/{count[1]}" if count else "")
+                  for cell, count in zip(row, row_counts, strict=True)]
+                 for row, row_counts in zip(table.rows, table.counts or [[None] * len(table.columns)] * len(table.rows),
+                                            strict=True)],
+        "has_counts": bool(table.counts),
+        "counts_note": shown(table.counts_note),
         "notes": [shown(note) for note in table.notes],
     }

@@ -48,6 +48,7 @@ def to_csv(table: Table) -> str:
     ``csv_cell``, since annotators' comments and imported names reach researchers' spreadsheets."""
     # Data only: a CSV consumer expects a header line, not a title or footnotes. Lines end in CRLF (RFC 4180), so
     # a carriage return inside a cell is quoted too: with "\n" alone it went out bare and split the row in two.
+    table = table.with_counts()  # the sessions behind each percentage, beside it (Tables 3 and 4)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow([csv_cell(column) for column in table.columns])
@@ -153,6 +154,7 @@ def _json_cell(cell: Cell) -> str | int | float | None:
 
 
 def to_json(table: Table) -> str:
+    table = table.with_counts()
     document = {
         "title": table.title,
         "columns": table.columns,

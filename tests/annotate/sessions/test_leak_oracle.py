@@ -106,9 +106,11 @@ def test_right_and_wrong_stated_answers_get_the_same_warning(api_client, twin_se
     said_right = post_feedback(api_client, right_user, right, right_text)
     said_wrong = post_feedback(api_client, wrong_user, wrong, wrong_text)
 
-    assert (said_right.status_code, said_wrong.status_code) == (400, 400)
+    # A warning, not an error: 200 with nothing sent (a sent feedback is 201), the same for right and wrong
+    assert (said_right.status_code, said_wrong.status_code) == (200, 200)
     assert without_detected(said_right) == without_detected(said_wrong)
     assert without_detected(said_right)["code"] == "ground_truth_leak"
+    assert without_detected(said_right)["sent"] is False
     assert (said_right.json()["detected"], said_wrong.json()["detected"]) == (right_detected, wrong_detected)
     assert headers(said_right) == headers(said_wrong)
     assert b"stated_answer_correct" not in said_right.content + said_wrong.content
@@ -127,7 +129,7 @@ def test_confirmed_right_and_wrong_answers_look_the_same_to_the_annotator(api_cl
     answer_type, truth, options, right_text, wrong_text, right_detected, _ = CASES[case]
     (right_user, right), (wrong_user, wrong) = twin_sessions(answer_type, truth, options)
     for user, session, text in ((right_user, right, right_text), (wrong_user, wrong, wrong_text)):
-        assert post_feedback(api_client, user, session, text).status_code == 400
+        assert post_feedback(api_client, user, session, text).json()["code"] == "ground_truth_leak"
 
     sent_right = post_feedback(api_client, right_user, right, right_text, confirm_leak=True)
     sent_wrong = post_feedback(api_client, wrong_user, wrong, wrong_text, confirm_leak=True)
@@ -172,13 +174,13 @@ def test_the_last_round_never_warns(annotator, simulated_model, no_dispatch):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_warning_is_committed_although_the_submit_is_refused(api_client, annotator, simulated_model,
+def test_the_warning_is_committed_although_nothing_is_sent(api_client, annotator, simulated_model,
                                                                  no_dispatch):
     from django.db import connection
 
     session = awaiting_feedback(annotator, make_batch(models=[simulated_model]))
     refused = post_feedback(api_client, annotator, session, "It should be 7390.")
-    assert refused.status_code == 400 and refused.json()["detected"] == ["the number 7390"]
+    assert refused.status_code == 200 and refused.json()["detected"] == ["the number 7390"]
     assert not connection.in_atomic_block  # autocommit: what is visible now is committed
     warning = LeakWarning.objects.get(session=session)
     assert (warning.annotator_id, warning.stated_answer_correct) == (annotator.id, False)
@@ -233,6 +235,6 @@ def test_every_warning_is_answered_after_the_same_time_right_or_wrong(api_client
     monkeypatch.setattr(apis.time, "sleep", waited.append)
     answer_type, truth, options, right_text, wrong_text, *_ = CASES["number"]
     (right_user, right), (wrong_user, wrong) = twin_sessions(answer_type, truth, options)
-    assert post_feedback(api_client, right_user, right, right_text).status_code == 400
-    assert post_feedback(api_client, wrong_user, wrong, wrong_text).status_code == 400
+    assert post_feedback(api_client, right_user, right, right_text).json()["code"] == "ground_truth_leak"
+    assert post_feedback(api_client, wrong_user, wrong, wrong_text).json()["code"] == "ground_truth_leak"
     assert len(waited) == 2 and all(59 < seconds <= 60 for seconds in waited)

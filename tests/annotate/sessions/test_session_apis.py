@@ -64,11 +64,23 @@ def test_bad_feedback_input_is_400_naming_the_field(api_client, annotator, sessi
     assert response.status_code == 400 and message in response.json()
 
 
-def test_leak_warning_is_400_with_code(api_client, annotator, session):
+def test_leak_warning_is_a_200_warning_and_sends_nothing(api_client, annotator, session):
+    """A warning is not an error (no red console line in the browser), and nothing goes to the model until the
+    annotator confirms."""
     api_client.force_authenticate(annotator)
     response = api_client.post(url("api-session-feedback", session),
                                {"feedback": "the answer is 7391", "client_request_id": "l"}, format="json")
-    assert response.status_code == 400 and response.json()["code"] == "ground_truth_leak"
+    assert response.status_code == 200
+    assert response.json() == {"sent": False, "code": "ground_truth_leak", "detail": response.json()["detail"],
+                               "detected": ["the number 7391"]}
+    assert "state an answer" in response.json()["detail"]
+    assert session.rounds.count() == 1
+    session.refresh_from_db()
+    assert session.status == Session.Status.AWAITING_FEEDBACK
+    confirmed = api_client.post(url("api-session-feedback", session),
+                                {"feedback": "the answer is 7391", "client_request_id": "l", "confirm_leak": True},
+                                format="json")
+    assert confirmed.status_code == 201 and session.rounds.count() == 2
 
 
 def test_feedback_in_the_wrong_state_is_409(api_client, annotator, session):
@@ -157,3 +169,23 @@ def test_openapi_schema_and_docs(client, researcher):
     schema = client.get(reverse("api-schema"))
     assert schema.status_code == 200 and b"/api/sessions/{session_id}/feedback/" in schema.content
     assert client.get(reverse("api-docs")).status_code == 200
+
+
+def test_a_finished_session_says_when_it_ended_so_its_timer_stops(api_client, annotator, session):
+    """Under way: no finished_at (the page's timer counts); completed: completed_at; skipped: when it was skipped."""
+    from datetime import datetime, timedelta
+
+    from annotate.assignments import assignment_skip
+
+    api_client.force_authenticate(annotator)
+    assert "finished_at" not in api_client.get(url("api-session", session)).json()
+    ended = session.started_at + timedelta(seconds=71)
+    Session.objects.filter(pk=session.pk).update(status=Session.Status.COMPLETED, completed_at=ended)
+    body = api_client.get(url("api-session", session)).json()
+    assert datetime.fromisoformat(body["finished_at"]) == ended
+    Session.objects.filter(pk=session.pk).update(status=Session.Status.AWAITING_FEEDBACK, completed_at=None)
+    assignment_skip(assignment=session.assignment, reason="The image does not load")
+    body = api_client.get(url("api-session", session)).json()
+    session.assignment.refresh_from_db()
+    assert body["ended_as"] == "skipped"
+    assert datetime.fromisoformat(body["finished_at"]) == session.assignment.finished_at

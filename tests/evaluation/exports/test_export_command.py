@@ -44,8 +44,10 @@ def test_files_and_filters(batch, tmp_path):
     target = tmp_path / "t4.csv"
     _run("--batch", "pilot", "--table", "correction", "--format", "csv", "--out", str(target),
          "--category", "Math (Text)")
+    # Each value with the sessions behind it: k first corrected in that round of n = 16 - 1 = 15 wrong in round 0
     assert target.read_text().splitlines() == [
-        "Model,# Round,Math (Text),Average", "gpt-4o,1,13.3,13.3", "gpt-4o,2,0.0,0.0", "gpt-4o,3,6.7,6.7"]
+        "Model,# Round,Math (Text),Math (Text) (k),Math (Text) (n),Average,Average (k),Average (n)",
+        "gpt-4o,1,13.3,2,15,13.3,2,15", "gpt-4o,2,0.0,0,15,0.0,0,15", "gpt-4o,3,6.7,1,15,6.7,1,15"]
     png = tmp_path / "fig4.png"
     _run("--batch", "pilot", "--table", "fig4", "--format", "png", "--out", str(png))
     assert png.read_bytes().startswith(b"\x89PNG")

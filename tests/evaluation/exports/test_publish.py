@@ -48,7 +48,21 @@ TABLE_3 = [
     ["Claude-3.5-Sonnet", "25.0", "12.5", "-", "18.8"],
     ["GPT-4o", "21.3", "6.3", "5.9", "16.8"],
 ]
-TABLE_3_CSV = [["" if cell == "-" else cell for cell in row] for row in TABLE_3]  # CSV: undefined is empty
+# CSV: undefined is empty, and beside each value the sessions behind it, k right in round 0 of n (by hand from
+# COUNTS: Claude 10/40, 5/40, none, pooled 15/80; GPT-4o 17/80, 1/16, 1/17, pooled 19/113)
+TABLE_3_COUNTS = [["10", "40", "5", "40", "0", "0", "15", "80"], ["17", "80", "1", "16", "1", "17", "19", "113"]]
+
+
+def with_counts(header: list[str], labels: int = 1) -> list[str]:
+    """A header with "(k)" and "(n)" beside each value column."""
+    return [*header[:labels], *(name for column in header[labels:]
+                                for name in (column, f"{column} (k)", f"{column} (n)"))]
+
+
+TABLE_3_CSV = [with_counts(TABLE_3[0])] + [
+    [row[0], *(text for value, k, n in zip(row[1:], counts[0::2], counts[1::2], strict=True)
+               for text in ("" if value == "-" else value, k, n))]
+    for row, counts in zip(TABLE_3[1:], TABLE_3_COUNTS, strict=True)]
 
 
 @pytest.fixture
@@ -92,7 +106,7 @@ def _markdown_rows(text: str) -> list[list[str]]:
 def test_table_3_follows_the_category_order_and_names_models_by_display_name(batch):
     assert list(csv.reader(io.StringIO(_export(batch, "accuracy", "csv")))) == TABLE_3_CSV
     assert _markdown_rows(_export(batch, "accuracy", "md")) == TABLE_3
-    assert json.loads(_export(batch, "accuracy", "json"))["columns"] == TABLE_3[0]
+    assert json.loads(_export(batch, "accuracy", "json"))["columns"] == TABLE_3_CSV[0]
 
 
 def test_table_4_names_the_model_once_per_group_in_md_and_tex_and_on_every_row_in_csv_and_json(batch):
@@ -108,7 +122,9 @@ def test_table_4_names_the_model_once_per_group_in_md_and_tex_and_on_every_row_i
     assert r"Model & \# Round & Visual Logic & Math (Text) & Coding (Text) & Average \\" in tex
     assert "\\midrule\nGPT-4o & 1 & 14.3 & 13.3 & 6.3 & 12.8 \\\\\n & 2 & " in tex
     rows = list(csv.reader(io.StringIO(_export(batch, "correction", "csv"))))
-    assert rows[0] == header and [row[:2] for row in rows[4:]] == [["GPT-4o", "1"], ["GPT-4o", "2"], ["GPT-4o", "3"]]
+    assert rows[0] == with_counts(header, labels=2)
+    assert [row[:2] for row in rows[4:]] == [["GPT-4o", "1"], ["GPT-4o", "2"], ["GPT-4o", "3"]]
+    assert rows[4][2:5] == ["14.3", "9", "63"]  # 9 of the 63 wrong in round 0 corrected in round 1
     document = json.loads(_export(batch, "correction", "json"))
     assert [(row["Model"], row["# Round"]) for row in document["rows"][:2]] == [("Claude-3.5-Sonnet", 1),
                                                                                 ("Claude-3.5-Sonnet", 2)]
@@ -135,7 +151,7 @@ def test_simulated_models_are_labelled_and_unordered_categories_follow_alphabeti
     ModelConfig.objects.filter(name="claude").update(display_name="", backend=ModelConfig.Backend.SIMULATED)
     batch.category_order = ["Coding (Text)"]
     rows = list(csv.reader(io.StringIO(_export(batch, "accuracy", "csv"))))
-    assert rows[0] == ["Model", "Coding (Text)", "Math (Text)", "Visual Logic", "Average"]
+    assert rows[0] == with_counts(["Model", "Coding (Text)", "Math (Text)", "Visual Logic", "Average"])
     assert rows[1][0] == "claude (simulated)"
 
 

@@ -41,6 +41,20 @@ def test_the_report_shows_every_fire_table_and_no_interfeedback_one(client, fire
     assert alpha in html
 
 
+def test_the_report_offers_fire_actions_only(client, fire_batch, raters, rita):
+    """No InterFeedback-only buttons or text on a FIRE report: nothing about counted sessions, no recount, no
+    session browser, export or download (its kind declares its actions: evaluation.kinds)."""
+    rate_all(raters)
+    client.force_login(rita)
+    html = client.get(reverse("research-report", args=[fire_batch.id])).content.decode()
+    for action in ("invites", "study", "participants", "dashboard"):
+        assert f'id="action-{action}"' in html, action
+    for absent in ('id="action-recount"', 'id="action-sessions"', 'id="action-quality"', 'id="sessions-export"',
+                   "counted session", "counters never updated", "Export sessions", "/export/sessions.",
+                   "Recount all sessions"):
+        assert absent not in html, absent
+
+
 @pytest.mark.parametrize("what,fmt,by", [("table-a1", "csv", "split"), ("summary", "tex", "turn"),
                                          ("kappa", "json", "split"), ("disagreements", "md", "split"),
                                          ("ratings", "csv", "split")])

@@ -1,5 +1,7 @@
 """InterFeedback metrics: every expected value below is computed by hand in the comment beside it."""
 
+import csv
+import io
 from decimal import Decimal
 from fractions import Fraction
 
@@ -148,6 +150,14 @@ def _markdown_cells(markdown: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
 
 
+def _csv_values_and_counts(text: str) -> tuple[list[str], list[str]]:
+    """CSV lines with only the value columns (as in md), and the (k)/(n) columns beside them apart."""
+    rows = list(csv.reader(io.StringIO(text)))
+    keep = [i for i, column in enumerate(rows[0]) if not column.endswith((" (k)", " (n)"))]
+    counted = [i for i, column in enumerate(rows[0]) if column.endswith((" (k)", " (n)"))]
+    return ([",".join(row[i] for i in keep) for row in rows], [",".join(row[i] for i in counted) for row in rows])
+
+
 def test_accuracy_table_markdown_and_csv_cell_by_cell():
     table = accuracy_table(PAPER_COUNTS, categories=["Visual Logic", "Math (Text)"])
     expected = [
@@ -162,8 +172,11 @@ def test_accuracy_table_markdown_and_csv_cell_by_cell():
     assert cells[0] == expected[0]
     assert cells[1] == ["---", "---:", "---:", "---:"]
     assert cells[2:] == expected[1:]
-    # CSV leaves an undefined cell empty.
-    assert render(table, "csv").splitlines() == [",".join("" if c == "-" else c for c in row) for row in expected]
+    # CSV leaves an undefined cell empty, and has the sessions behind each value beside it (k right of n).
+    values, counts = _csv_values_and_counts(render(table, "csv"))
+    assert values == [",".join("" if c == "-" else c for c in row) for row in expected]
+    assert counts == ["Visual Logic (k),Visual Logic (n),Math (Text) (k),Math (Text) (n),Average (k),Average (n)",
+                      "17,80,1,16,18,96", "8,8,0,0,8,8"]
 
 
 def test_correction_rate_table_markdown_and_csv_cell_by_cell():
@@ -185,8 +198,11 @@ def test_correction_rate_table_markdown_and_csv_cell_by_cell():
     cells = _markdown_cells(render(table, "md"))
     grouped = [[row[0] if index % 3 == 0 else "", *row[1:]] for index, row in enumerate(expected[1:])]
     assert [cells[0], *cells[2:]] == [expected[0], *grouped]
-    # CSV leaves an undefined cell empty.
-    assert render(table, "csv").splitlines() == [",".join("" if c == "-" else c for c in row) for row in expected]
+    # CSV leaves an undefined cell empty, and has beside each value k corrected in that round of n wrong in round 0.
+    values, counts = _csv_values_and_counts(render(table, "csv"))
+    assert values == [",".join("" if c == "-" else c for c in row) for row in expected]
+    assert counts[1:] == ["21,63,3,15,24,78", "10,63,0,15,10,78", "5,63,6,15,11,78",
+                          "0,0,0,0,0,0", "0,0,0,0,0,0", "0,0,0,0,0,0"]
 
 
 def test_tables_follow_the_requested_model_and_category_order():

@@ -51,9 +51,12 @@ def test_report(token_client, batch, django_assert_max_num_queries):
     body = response.json()
     assert body["sessions"] == 96
     accuracy = body["tables"]["accuracy"]["rows"]
+    # Beside each value, the sessions behind it: k right in round 0 of n (17/80 = 21.3; 1/16 = 6.3; none: 0 of 0)
     assert accuracy == [
-        {"Model": "model-a", "Math (Text)": None, "Visual Logic": 21.3, "Average": 21.3},
-        {"Model": "model-b", "Math (Text)": 6.3, "Visual Logic": None, "Average": 6.3},
+        {"Model": "model-a", "Math (Text)": None, "Math (Text) (k)": 0, "Math (Text) (n)": 0, "Visual Logic": 21.3,
+         "Visual Logic (k)": 17, "Visual Logic (n)": 80, "Average": 21.3, "Average (k)": 17, "Average (n)": 80},
+        {"Model": "model-b", "Math (Text)": 6.3, "Math (Text) (k)": 1, "Math (Text) (n)": 16, "Visual Logic": None,
+         "Visual Logic (k)": 0, "Visual Logic (n)": 0, "Average": 6.3, "Average (k)": 1, "Average (n)": 16},
     ]
     cell = next(c for c in body["cells"] if c["model"] == "model-a")
     assert cell["corrected"] == {"round_0": 17, "round_1": 9, "round_2": 5, "round_3": 3, "never": 46}
@@ -112,7 +115,8 @@ def test_table_downloads(token_client, batch):
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
     assert 'filename="pilot-study-accuracy.csv"' in response["Content-Disposition"]
-    assert list(csv.reader(io.StringIO(response.content.decode())))[1] == ["model-a", "", "21.3", "21.3"]
+    assert list(csv.reader(io.StringIO(response.content.decode())))[1] == [
+        "model-a", "", "0", "0", "21.3", "17", "80", "21.3", "17", "80"]
     md = token_client.get(f"/api/batches/{batch.id}/tables/correction.md", {"model": "model-b"})
     assert "| model-b | 1 | 13.3 | 13.3 |" in md.content.decode()
     png = token_client.get(f"/api/batches/{batch.id}/tables/fig4.png")

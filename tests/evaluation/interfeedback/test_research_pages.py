@@ -23,11 +23,20 @@ def batch(researcher, annotator):
     return batch
 
 
+def _table(html: str, table_id: str) -> str:
+    return re.search(rf'<table[^>]*id="{table_id}".*?</table>', html, re.S).group(0)
+
+
 def _cells(html: str, table_id: str) -> list[list[str]]:
-    table = re.search(rf'<table[^>]*id="{table_id}".*?</table>', html, re.S).group(0)
+    """The cells as shown, without the n per cell (hidden until asked for)."""
+    table = re.sub(r'<span class="cell-n".*?</span>', "", _table(html, table_id), flags=re.S)
     rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)
     return [[re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]
             for row in rows]
+
+
+def _n_per_cell(html: str, table_id: str) -> list[str]:
+    return re.findall(r'<span class="cell-n" data-n="([^"]*)"', _table(html, table_id))
 
 
 def test_batch_list_links_to_reports(client, researcher, batch):
@@ -47,12 +56,32 @@ def test_report_page_shows_both_tables_figures_breakdown_and_downloads(
     assert _cells(html, "accuracy-table") == [["Model", "Visual Logic", "Average"], ["gpt-4o", "21.3", "21.3"]]
     assert _cells(html, "correction-table")[1:] == [
         ["gpt-4o", "1", "14.3", "14.3"], ["gpt-4o", "2", "7.9", "7.9"], ["gpt-4o", "3", "4.8", "4.8"]]
+    # n per cell behind its toggle: 17 of 80 right in round 0; 9, 5, 3 of the 63 wrong corrected in rounds 1-3
+    assert _n_per_cell(html, "accuracy-table") == ["17/80", "17/80"]
+    assert _n_per_cell(html, "correction-table") == ["9/63", "9/63", "5/63", "5/63", "3/63", "3/63"]
+    assert 'id="accuracy-table-show-n"' in html and 'id="correction-table-show-n"' in html
     assert _cells(html, "annotator-table")[1] == [annotator.pseudonym, "80", "21.3", "14.3", "7.9", "4.8", "46"]
     assert annotator.username not in html  # pseudonyms only
     assert f'src="/research/batches/{batch.id}/export/fig4.svg"' in html
     for name, fmt in [("accuracy", "csv"), ("accuracy", "tex"), ("correction", "md"), ("correction", "json"),
                       ("fig5", "png"), ("sessions", "jsonl"), ("sessions", "fire")]:
         assert f"/research/batches/{batch.id}/export/{name}.{fmt}" in html
+
+
+def test_the_model_filter_names_models_by_display_name(client, researcher, batch):
+    ModelConfig.objects.filter(name="gpt-4o").update(display_name="GPT-4o (OpenAI)")
+    client.force_login(researcher)
+    html = client.get(f"/research/batches/{batch.id}/", {"model": "gpt-4o"}).content.decode()
+    assert '<option value="gpt-4o" selected>GPT-4o (OpenAI)</option>' in html  # the slug stays the value
+    assert _cells(html, "accuracy-table")[1] == ["GPT-4o (OpenAI)", "21.3", "21.3"]  # filtered by slug, as the table
+
+
+def test_an_interfeedback_report_offers_its_own_actions(client, researcher, batch):
+    client.force_login(researcher)
+    html = client.get(f"/research/batches/{batch.id}/").content.decode()
+    for action in ("recount", "sessions", "quality", "invites", "study", "participants", "dashboard"):
+        assert f'id="action-{action}"' in html, action
+    assert 'id="sessions-export"' in html and "counted sessions" in html
 
 
 def test_report_filters_carry_into_links_and_bad_filters_are_shown(client, researcher, batch):
@@ -70,7 +99,7 @@ def test_figure_and_download_views(client, researcher, batch):
     svg = client.get(f"/research/batches/{batch.id}/export/fig4.svg")
     assert svg.status_code == 200 and svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content
     csv = client.get(f"/research/batches/{batch.id}/export/accuracy.csv")
-    assert csv.content.decode().splitlines()[1] == "gpt-4o,21.3,21.3"
+    assert csv.content.decode().splitlines()[1] == "gpt-4o,21.3,17,80,21.3,17,80"
     assert client.get(f"/research/batches/{batch.id}/export/accuracy.xls").status_code == 400
     assert client.get(f"/research/batches/{batch.id}/export/nothing.csv").status_code == 404
 
