@@ -82,7 +82,7 @@ def test_a_table_is_written_in_english_and_shown_translated():
     assert json.loads(files["json"])["rows"] == [{"Model": "All", "GPT-4o: # Test": 3}]
     assert page["title"] == "各模型在 InterFeedback-Human 上的准确率（%）"
     assert page["columns"] == ["模型", "测试样本数"] and page["column_groups"] == [("", 1), ("GPT-4o", 1)]
-    assert page["rows"] == [[("全部", False), ("3", True)]] and page["notes"] == ["“-”表示没有会话。"]
+    assert page["rows"] == [[("全部", False, ""), ("3", True, "")]] and page["notes"] == ["“-”表示没有会话。"]
 
 
 # --- the FIRE rating page ---------------------------------------------------------------------------------------
