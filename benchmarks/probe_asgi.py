@@ -37,35 +37,46 @@ class Sampler:
 
     def start(self) -> None:
         if self.task is None:
-            self.task = asyncio.get_running_loop().create_task(self.run())
+            loop = asyncio.get_running_loop()
+            self.task = loop.create_task(self.write())
+            loop.create_task(self.tick())
+            loop.create_task(self.tick_shared_thread())
 
-    async def run(self) -> None:
-        from asgiref.sync import SyncToAsync
-        from channels.layers import get_channel_layer
-        from django.db import connections
-
-        loop = asyncio.get_running_loop()
-        layer = get_channel_layer()
-        channel = await layer.new_channel()
-        last = time.monotonic()
+    async def tick(self) -> None:
         while True:
             start = time.monotonic()
             await asyncio.sleep(TICK)
             self.lags.append((time.monotonic() - start - TICK) * 1000)
+
+    async def tick_shared_thread(self) -> None:
+        from asgiref.sync import SyncToAsync
+
+        loop = asyncio.get_running_loop()
+        while True:
             start = time.monotonic()
             await loop.run_in_executor(SyncToAsync.single_thread_executor, lambda: None)
             self.ws_waits.append((time.monotonic() - start) * 1000)
-            if time.monotonic() - last < INTERVAL:
-                continue
-            last = time.monotonic()
+            await asyncio.sleep(TICK)
+
+    async def write(self) -> None:
+        from channels.layers import get_channel_layer
+        from django.db import connections
+
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(INTERVAL)
             start = time.monotonic()
             await layer.send(channel, {"type": "probe"})
             await layer.receive(channel)
             self.layer.append((time.monotonic() - start) * 1000)
             pool = getattr(connections["default"], "pool", None)
-            line = {"t": time.time(), "pid": os.getpid(), "pool": pool.pop_stats() if pool else {},
+            now = time.monotonic()
+            line = {"t": time.time(), "dt": now - last, "pid": os.getpid(), "pool": pool.pop_stats() if pool else {},
                     "lag_ms": self.lags, "ws_thread_ms": self.ws_waits, "layer_ms": self.layer,
                     "threads": threading.active_count()}
+            last = now
             self.lags, self.ws_waits, self.layer = [], [], []
             with self.out.open("a") as out:
                 out.write(json.dumps(line) + "\n")

@@ -395,12 +395,13 @@ class Probe:
             return
         pools = [line["pool"] for line in lines]
         total = {key: sum(pool.get(key, 0) for pool in pools) for key in
-                 ("requests_num", "requests_queued", "requests_wait_ms", "usage_ms", "returns_bad", "requests_errors")}
-        seconds = len({round(line["t"]) for line in lines}) or 1
+                 ("requests_num", "requests_queued", "requests_wait_ms", "requests_errors")}
+        pids = {line["pid"] for line in lines}
+        seconds = sum(line["dt"] for line in lines) / len(pids)
         n = total["requests_num"] or 1
-        print(f"  probe, {len({line['pid'] for line in lines})} web processes, {len(lines)} samples:")
+        print(f"  probe, {len(pids)} web processes, {len(lines)} samples:")
         print(f"    pool: {total['requests_num'] / seconds:.0f} checkouts/s, {100 * total['requests_queued'] / n:.0f}% "
-              f"waited, mean wait {total['requests_wait_ms'] / n:.1f} ms, mean hold {total['usage_ms'] / n:.1f} ms, "
+              f"waited, mean wait {total['requests_wait_ms'] / n:.1f} ms, "
               f"most waiting at once {max(pool.get('requests_waiting', 0) for pool in pools)}, "
               f"errors {total['requests_errors']}")
 

@@ -1,6 +1,6 @@
 """ASGI entry point: Django's own ASGI handler for HTTP, Channels for WebSockets (Channels' session auth stack,
-origin-checked, at most WEBSOCKETS_PER_USER per person), behind forwarded headers read from TRUSTED_PROXIES only
-(annotate.server.proxies)."""
+origin-checked, at most WEBSOCKETS_PER_USER per person, each socket's database calls in a thread of its own),
+behind forwarded headers read from TRUSTED_PROXIES only (annotate.server.proxies)."""
 
 import os
 import sys
@@ -26,6 +26,7 @@ from annotate.server.heap import freeze_startup_heap  # noqa: E402
 from annotate.server.proxies import ForwardedHeaders  # noqa: E402
 from annotate.server.timing import ServerTimingMiddleware  # noqa: E402
 from annotate.server.ws_limits import WebSocketsPerUser  # noqa: E402
+from annotate.server.ws_threads import ThreadPerSocket  # noqa: E402
 from annotate.sessions.consumers import SessionConsumer, no_route  # noqa: E402
 from annotate.watch.consumers import DashboardConsumer  # noqa: E402
 
@@ -38,8 +39,8 @@ websocket_urlpatterns = [
 application = ForwardedHeaders(ProtocolTypeRouter(
     {
         "http": ServerTimingMiddleware(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(WebSocketsPerUser(URLRouter(websocket_urlpatterns)))),
+        "websocket": ThreadPerSocket(AllowedHostsOriginValidator(
+            AuthMiddlewareStack(WebSocketsPerUser(URLRouter(websocket_urlpatterns))))),
     }
 ), settings.TRUSTED_PROXIES)
 
