@@ -333,7 +333,7 @@ def run_phase_in_processes(base: str, ws_base: str, batch: str, credentials: lis
         kwargs = {"base": base, "ws_base": ws_base, "batch": batch, "credentials": credentials[share],
                   "seconds": seconds, "think": think, "ramp": ramp, "max_cycles": max_cycles, "wait": wait,
                   "poll": poll, "delays": delays[share], "start_at": start_at}
-        child = context.Process(target=_client_process, args=(kwargs, results), name=f"load-client-{k}")
+        child = context.Process(target=_client_process, args=(kwargs, results), name=f"load-client-{k}", daemon=True)
         child.start()
         children.append(child)
     merged, cpu = Stats(), []
