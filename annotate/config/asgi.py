@@ -3,14 +3,11 @@ origin-checked, at most WEBSOCKETS_PER_USER per person, each socket's database c
 behind forwarded headers read from TRUSTED_PROXIES only (annotate.server.proxies)."""
 
 import os
-import sys
 
 from django.core.asgi import get_asgi_application
 
-# Django runs each request's sync code in a thread; a thread coming back from a database round trip waits for the
-# GIL while another request computes, up to the switch interval each time (5 ms by default, ~8 round trips per
-# request). 1 ms keeps that wait short under load (queue_load benchmark: next-item p95 at 200 annotators).
-sys.setswitchinterval(0.001)
+# Python's default GIL switch interval (5 ms): a 1 ms interval set here once showed no gain on queue_load at 1, 200
+# or 1,000 annotators (docs/operations/scaling-out.md), so the process keeps the interpreter's default.
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.config.settings")
 django_asgi_app = get_asgi_application()  # sets Django up before the imports below touch models
