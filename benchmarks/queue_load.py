@@ -411,7 +411,7 @@ class Probe:
                     f"max {max(values or [float('nan')]):.1f} ms")
 
         print(f"    event-loop lag {spread('lag_ms')}")
-        print(f"    asgiref's shared thread (WebSocket DB calls), wait {spread('ws_thread_ms')}")
+        print(f"    asgiref's shared thread (thread-sensitive calls outside a request), wait {spread('ws_thread_ms')}")
         print(f"    channel layer round trip {spread('layer_ms')}")
         print(f"    threads per process, most {max(line['threads'] for line in lines)}")
 
