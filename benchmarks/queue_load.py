@@ -1,12 +1,16 @@
 """Next-item and submit latency under load (SPEC §7, issue 4), over HTTP against a real ASGI server on PostgreSQL.
 
 Targets: p95 <= 30 ms for one annotator walking the queue (Label Studio's next-task API with 100k tasks on this
-machine: p50 202 ms, p95 294 ms); p95 <= 50 ms and 0 errors with 200 annotators at once.
+machine: p50 202 ms, p95 294 ms); p95 <= 50 ms and 0 errors with 200 annotators at once; with 1,000 (issue 35)
+next item and submit p95 <= 100 ms, draft autosave p95 <= 200 ms, 0 errors.
 
 Usage:
   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/queue_load.py
+  ... --annotators 1000 --phase many   the second phase only, with 1,000 annotators
   ... --pool 8          connections per web process in Django's PostgreSQL pool (0: one per request)
   ... --reuse           reuse the data a --keep run left (skips the ~1 min setup)
+  ... --clients N       client processes for the annotators (default: one per 250)
+  ... --probe           sample each web process: pool waits, event-loop lag, asgiref's shared thread, channel layer
 
 What it does:
   1. Creates a scratch database next to the given one (``<name>_queue_bench``, dropped at the end unless
@@ -21,18 +25,20 @@ What it does:
      queued), wait for the model's answer on the session's WebSocket (as the page does; ``--wait poll`` polls
      GET /api/sessions/<id>/ instead), POST /api/sessions/<id>/feedback/ (the submit), wait until the session
      completes (round 1 is the last: the model is told the answer); repeat.
-  4. Phase 2, 200 annotators at once (asyncio + aiohttp), the same loop with human pauses: typing the
+  4. Phase 2, 200 annotators at once (asyncio + aiohttp, in client processes of their own:
+     benchmarks/load_client.py), the same loop with human pauses: typing the
      feedback takes ``--think`` seconds on average (0.5x-1.5x), with the page's draft autosaves every 1.5-3 s, and
      reading the outcome as long again; starts spread over ``--ramp`` s.
   Each phase is bounded in time (``--seconds``). It prints p50/p95/p99/max of next-item and submit (and of the
   WebSocket connects, polls and draft saves), the request rate and the error count (unexpected statuses, exceptions, sessions
   that did not advance within 30 s); the app's own share of next and submit (``Server-Timing``); in phase 2,
-  next-item split into each annotator's first item (all 200 arrive within the ramp) and the later ones; and the CPU
-  each part of the system used.
+  next-item split into each annotator's first item (all 200 arrive within the ramp) and the later ones; items done
+  per second; and the CPU each part of the system used (the web processes, the worker, this run's PostgreSQL
+  backends and Redis, the client processes, the whole machine).
 
 Latencies are measured by the client, so they include HTTP, the server's queueing and the client's event loop.
-Everything (PostgreSQL, the web processes, the worker and the client) shares this machine's CPUs, so other work on
-the machine shows in the figures: the load average is printed before and after each phase.
+Everything (PostgreSQL, the web processes, the worker and the clients) shares this machine's CPUs, so other work on
+the machine shows in the figures: the load averages are printed before and after each phase.
 """
 
 from __future__ import annotations
