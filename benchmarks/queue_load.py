@@ -36,9 +36,8 @@ What it does:
   per second; and the CPU each part of the system used (the web processes, the worker, this run's PostgreSQL
   backends and Redis, the client processes, the whole machine).
 
-Latencies are measured by the client, so they include HTTP, the server's queueing and the client's event loop.
-Everything (PostgreSQL, the web processes, the worker and the clients) shares this machine's CPUs, so other work on
-the machine shows in the figures: the load averages are printed before and after each phase.
+Latencies are measured by the client: HTTP, the server's queueing and the client's event loop. Everything shares
+this machine's CPUs, so other work shows in the figures: the load averages are printed before and after each phase.
 """
 
 from __future__ import annotations
@@ -60,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import percentile, reference_workload_ms  # noqa: E402
 from benchmarks.load_client import ClientProcesses, run_phase_in_processes  # noqa: E402
+from benchmarks.probe_report import Probe  # noqa: E402
 
 BATCH_NAME = "queue-load"
 CATEGORIES = ["Visual Logic", "Mathematical Logic", "MMMU-Pro", "MathVerse", "Math (Text)", "Coding (Text)"]
@@ -340,6 +340,11 @@ def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
     return totals
 
 
+def redis_pid(var_dir: Path) -> int | None:
+    pid = var_dir / "redis.pid"
+    return int(pid.read_text().strip()) if pid.exists() else None
+
+
 def cpu_shares(before: dict[str, float], after: dict[str, float], elapsed: float) -> str:
     return ", ".join(f"{role} {100 * (after[role] - before[role]) / elapsed:.0f}%" for role in before)
 
@@ -369,57 +374,6 @@ def stop(procs: list[subprocess.Popen]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
 
-
-
-def embedded_redis_pid(var_dir: Path) -> int | None:
-    try:
-        return int((var_dir / "redis.pid").read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-class Probe:
-    """Reads what ``benchmarks/probe_asgi.py`` wrote in each web process during a phase (``--probe``)."""
-
-    def __init__(self, logs: Path | None):
-        self.logs, self.since = logs, 0.0
-        for old in (logs.glob("probe-*.jsonl") if logs else []):
-            old.unlink()
-
-    def mark(self, title: str) -> None:
-        self.since = time.time()
-
-    def report(self) -> None:
-        import json
-
-        if self.logs is None:
-            return
-        lines = [json.loads(line) for path in self.logs.glob("probe-*.jsonl") for line in path.open()]
-        lines = [line for line in lines if line["t"] >= self.since]
-        if not lines:
-            print("  probe: no samples")
-            return
-        pools = [line["pool"] for line in lines]
-        total = {key: sum(pool.get(key, 0) for pool in pools) for key in
-                 ("requests_num", "requests_queued", "requests_wait_ms", "requests_errors")}
-        pids = {line["pid"] for line in lines}
-        seconds = sum(line["dt"] for line in lines) / len(pids)
-        n = total["requests_num"] or 1
-        print(f"  probe, {len(pids)} web processes, {len(lines)} samples:")
-        print(f"    pool: {total['requests_num'] / seconds:.0f} checkouts/s, {100 * total['requests_queued'] / n:.0f}% "
-              f"waited, mean wait {total['requests_wait_ms'] / n:.1f} ms, "
-              f"most waiting at once {max(pool.get('requests_waiting', 0) for pool in pools)}, "
-              f"errors {total['requests_errors']}")
-
-        def spread(key: str) -> str:
-            values = [v for line in lines for v in line[key]]
-            return (f"p50 {percentile(values, 0.5):.1f} / p95 {percentile(values, 0.95):.1f} / "
-                    f"max {max(values or [float('nan')]):.1f} ms")
-
-        print(f"    event-loop lag {spread('lag_ms')}")
-        print(f"    asgiref's shared thread (thread-sensitive calls outside a request), wait {spread('ws_thread_ms')}")
-        print(f"    channel layer round trip {spread('layer_ms')}")
-        print(f"    threads per process, most {max(line['threads'] for line in lines)}")
 
 
 def targets_for(annotators: int) -> dict[str, float]:
@@ -510,7 +464,7 @@ def main() -> None:
         procs, base, ws_base, described = start_processes(env, var_dir, args)
         print(f"server: {described}; {os.cpu_count()} CPUs shared with PostgreSQL and the load generator",
               flush=True)
-        ours = {"database": urlsplit(database_url).path.lstrip("/"), "redis_pid": embedded_redis_pid(var_dir)}
+        ours = {"database": urlsplit(database_url).path.lstrip("/"), "redis_pid": redis_pid(var_dir)}
         probe = Probe(var_dir / "logs" if args.probe else None)
         results = []
         phases = []
