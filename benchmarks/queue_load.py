@@ -1,12 +1,16 @@
 """Next-item and submit latency under load (SPEC §7, issue 4), over HTTP against a real ASGI server on PostgreSQL.
 
 Targets: p95 <= 30 ms for one annotator walking the queue (Label Studio's next-task API with 100k tasks on this
-machine: p50 202 ms, p95 294 ms); p95 <= 50 ms and 0 errors with 200 annotators at once.
+machine: p50 202 ms, p95 294 ms); p95 <= 50 ms and 0 errors with 200 annotators at once; with 1,000 (issue 35)
+next item and submit p95 <= 100 ms, draft autosave p95 <= 200 ms, 0 errors.
 
 Usage:
   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/queue_load.py
+  ... --annotators 1000 --phase many   the second phase only, with 1,000 annotators
   ... --pool 8          connections per web process in Django's PostgreSQL pool (0: one per request)
   ... --reuse           reuse the data a --keep run left (skips the ~1 min setup)
+  ... --clients N       client processes for the annotators (default: one per 250)
+  ... --probe           sample each web process: pool waits, event-loop lag, asgiref's shared thread, channel layer
 
 What it does:
   1. Creates a scratch database next to the given one (``<name>_queue_bench``, dropped at the end unless
@@ -21,35 +25,32 @@ What it does:
      queued), wait for the model's answer on the session's WebSocket (as the page does; ``--wait poll`` polls
      GET /api/sessions/<id>/ instead), POST /api/sessions/<id>/feedback/ (the submit), wait until the session
      completes (round 1 is the last: the model is told the answer); repeat.
-  4. Phase 2, 200 annotators at once (asyncio + aiohttp), the same loop with human pauses: typing the
+  4. Phase 2, 200 annotators at once (asyncio + aiohttp, in client processes of their own:
+     benchmarks/load_client.py), the same loop with human pauses: typing the
      feedback takes ``--think`` seconds on average (0.5x-1.5x), with the page's draft autosaves every 1.5-3 s, and
      reading the outcome as long again; starts spread over ``--ramp`` s.
   Each phase is bounded in time (``--seconds``). It prints p50/p95/p99/max of next-item and submit (and of the
   WebSocket connects, polls and draft saves), the request rate and the error count (unexpected statuses, exceptions, sessions
   that did not advance within 30 s); the app's own share of next and submit (``Server-Timing``); in phase 2,
-  next-item split into each annotator's first item (all 200 arrive within the ramp) and the later ones; and the CPU
-  each part of the system used.
+  next-item split into each annotator's first item (all 200 arrive within the ramp) and the later ones; items done
+  per second; and the CPU each part of the system used (the web processes, the worker, this run's PostgreSQL
+  backends and Redis, the client processes, the whole machine).
 
-Latencies are measured by the client, so they include HTTP, the server's queueing and the client's event loop.
-Everything (PostgreSQL, the web processes, the worker and the client) shares this machine's CPUs, so other work on
-the machine shows in the figures: the load average is printed before and after each phase.
+Latencies are measured by the client: HTTP, the server's queueing and the client's event loop. Everything shares
+this machine's CPUs, so other work shows in the figures: the load averages are printed before and after each phase.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import fcntl
 import os
-import random
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -57,9 +58,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import percentile, reference_workload_ms  # noqa: E402
+from benchmarks.load_client import ClientProcesses, run_phase_in_processes  # noqa: E402
+from benchmarks.probe_report import Probe  # noqa: E402
 
 BATCH_NAME = "queue-load"
-QUIET_SECONDS = 10.0  # as SNAPSHOT_AFTER_QUIET_MS in static/js/session.js
 CATEGORIES = ["Visual Logic", "Mathematical Logic", "MMMU-Pro", "MathVerse", "Math (Text)", "Coding (Text)"]
 
 
@@ -90,6 +92,11 @@ def parse_args() -> argparse.Namespace:
                         help="the ASGI server (daphne runs one process)")
     parser.add_argument("--phase", choices=["both", "single", "many"], default="both")
     parser.add_argument("--explain", action="store_true", help="print the plan of the next-item query at the end")
+    parser.add_argument("--clients", type=int, default=0,
+                        help="client processes simulating the annotators (0: one per 250 annotators)")
+    parser.add_argument("--probe", action="store_true",
+                        help="sample each web process (benchmarks/probe_asgi.py): connection pool waits, event-loop "
+                             "lag, asgiref's shared thread, the channel layer's round trip")
     return parser.parse_args()
 
 
@@ -236,7 +243,8 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
     logs.mkdir(parents=True, exist_ok=True)
     port = free_port()
     if args.server == "uvicorn":
-        web = [sys.executable, "-m", "uvicorn", "annotate.config.asgi:application", "--host", "127.0.0.1", "--port",
+        app = "benchmarks.probe_asgi:application" if getattr(args, "probe", False) else "annotate.config.asgi:application"
+        web = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port",
                str(port), "--workers", str(args.web_workers), "--no-access-log", "--log-level", "warning",
                "--lifespan", "off"]
         described = f"uvicorn (ASGI), {args.web_workers} worker processes"
@@ -244,7 +252,8 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
         web = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.config.asgi:application"]
         described = "daphne (ASGI), 1 process"
     # The web processes share a small pool of connections each (as in production: DB_POOL_MAX_SIZE).
-    procs = [subprocess.Popen(web, cwd=ROOT, env={**env, "DB_POOL_MAX_SIZE": str(args.pool), "DB_CONN_MAX_AGE": "0"},
+    web_env = {**env, "DB_POOL_MAX_SIZE": str(args.pool), "DB_CONN_MAX_AGE": "0", "QUEUE_LOAD_PROBE_DIR": str(logs)}
+    procs = [subprocess.Popen(web, cwd=ROOT, env=web_env,
                               stdout=(logs / "web.log").open("wb"), stderr=subprocess.STDOUT, start_new_session=True),
              start_worker(env, logs, args.celery_concurrency)]
     base = f"http://127.0.0.1:{port}"
@@ -277,10 +286,13 @@ def start_worker(env: dict, logs: Path, concurrency: int, log_mode: str = "wb") 
                             start_new_session=True)
 
 
-def cpu_seconds(procs: list[subprocess.Popen]) -> dict[str, float]:
+def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
+                redis_pid: int | None = None) -> dict[str, float]:
     """CPU seconds used so far by each part sharing this machine (Linux /proc): the web processes, the worker,
-    PostgreSQL, Redis and this client, and the whole machine. Exited processes drop out, so compare two readings
-    of one phase only."""
+    PostgreSQL, Redis and this process (with any child of its own: "client"), and the whole machine. Exited
+    processes drop out, so compare two readings of one phase only. With ``database``, PostgreSQL is the backends
+    serving that database and the server's own background processes (not other databases' sessions: other work on
+    the machine); with ``redis_pid``, Redis is that server only."""
     tick = os.sysconf("SC_CLK_TCK")
     parent, used, name = {}, {}, {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -293,7 +305,7 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> dict[str, float]:
         parent[int(pid)], used[int(pid)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
         name[int(pid)] = comm.partition("(")[2]
 
-    roots = {proc.pid: role for proc, role in zip(procs, ("web", "worker"), strict=False)}
+    roots = {os.getpid(): "client", **{proc.pid: role for proc, role in zip(procs, ("web", "worker"), strict=False)}}
 
     def root_of(pid: int) -> str | None:
         while pid > 1:
@@ -302,11 +314,23 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> dict[str, float]:
             pid = parent.get(pid, 0)
         return None
 
+    def ours(pid: int) -> bool:
+        if name[pid] == "redis-server":
+            return redis_pid in (None, pid)
+        if database is None:
+            return True
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                title = cmdline.read().decode(errors="replace")
+        except OSError:
+            return False
+        # A backend's title is "postgres: 15/main: user database host(port) state"; background processes have none.
+        return "(" not in title or f" {database} " in title
+
     totals = dict.fromkeys(("web", "worker", "PostgreSQL", "Redis", "client"), 0.0)
     for pid, seconds in used.items():
-        role = root_of(pid) or ("client" if pid == os.getpid() else None)
-        role = role or {"postgres": "PostgreSQL", "redis-server": "Redis"}.get(name[pid])
-        if role:
+        role = {"postgres": "PostgreSQL", "redis-server": "Redis"}.get(name[pid]) or root_of(pid)
+        if role and (role not in ("PostgreSQL", "Redis") or ours(pid)):
             totals[role] += seconds
     # Everything else too (the kernel's share of the loopback traffic, other processes): the parts above do not add
     # up to what the cores were busy with.
@@ -314,6 +338,11 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> dict[str, float]:
         ticks = [int(value) for value in stat.readline().split()[1:]]
     totals["whole machine"] = (sum(ticks) - ticks[3] - ticks[4]) / tick  # all but idle and iowait
     return totals
+
+
+def redis_pid(var_dir: Path) -> int | None:
+    pid = var_dir / "redis.pid"
+    return int(pid.read_text().strip()) if pid.exists() else None
 
 
 def cpu_shares(before: dict[str, float], after: dict[str, float], elapsed: float) -> str:
@@ -346,307 +375,49 @@ def stop(procs: list[subprocess.Popen]) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-# --- load ----------------------------------------------------------------------------------------------------------
+
+def targets_for(annotators: int) -> dict[str, float]:
+    """The p95 bars (ms) of a phase: issue 4's for one annotator and for 200, issue 35's beyond."""
+    if annotators == 1:
+        return {"next": 30, "submit": 30}
+    if annotators <= 200:
+        return {"next": 50, "submit": 50, "draft": 200}
+    return {"next": 100, "submit": 100, "draft": 200}
 
 
-@dataclass
-class Stats:
-    next: list[float] = field(default_factory=list)
-    submit: list[float] = field(default_factory=list)
-    next_server: list[float] = field(default_factory=list)  # the app's own share (Server-Timing)
-    next_first: list[float] = field(default_factory=list)  # each annotator's first item (the ramp-up)
-    next_later: list[float] = field(default_factory=list)  # their later items
-    submit_server: list[float] = field(default_factory=list)
-    ws_connect: list[float] = field(default_factory=list)
-    session_get: list[float] = field(default_factory=list)
-    draft: list[float] = field(default_factory=list)
-    errors: dict[str, int] = field(default_factory=dict)
-    cycles: int = 0
-    requests: int = 0
-
-    def error(self, kind: str) -> None:
-        self.errors[kind] = self.errors.get(kind, 0) + 1
-
-
-@dataclass
-class Reply:
-    status: int
-    body: bytes
-    server_timing: str
-    ms: float  # as the client saw it: from sending the request to having read the whole body
-
-    def json(self):
-        import json
-
-        return json.loads(self.body)
-
-    @property
-    def server_ms(self) -> float:
-        """The app's own time, from its ``Server-Timing: app;dur=<ms>`` header."""
-        return float(self.server_timing.partition("dur=")[2] or "nan")
-
-
-class Browser:
-    """One annotator's HTTP client: its own keep-alive connection, as each browser has.
-
-    aiohttp (C-accelerated parsing) rather than httpx: the client shares this machine's two cores with the server,
-    and httpx cost it about twice the CPU per request (its async stack probes for trio with a failing import on
-    every request), which showed as event-loop lag in every latency measured.
-    """
-
-    def __init__(self, base: str, stats: Stats, token: str):
-        import aiohttp
-
-        self.base, self.stats, self.headers = base, stats, {"Authorization": f"Token {token}"}
-        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=2),
-                                             timeout=aiohttp.ClientTimeout(total=15))
-
-    async def call(self, method: str, path: str, payload: dict | None = None) -> Reply:
-        start = time.perf_counter()
-        async with self.session.request(method, self.base + path, json=payload, headers=self.headers) as response:
-            body = await response.read()
-        self.stats.requests += 1
-        return Reply(response.status, body, response.headers.get("server-timing", ""),
-                     (time.perf_counter() - start) * 1000)
-
-    def socket(self, url: str, origin: str, cookie: str):
-        return self.session.ws_connect(url, origin=origin, compress=0, autoping=True,
-                                       headers={"Cookie": f"sessionid={cookie}"})
-
-    async def close(self) -> None:
-        await self.session.close()
-
-
-class SocketWaiter:
-    """Waits like the session page: reads the session's WebSocket until a snapshot shows the wanted status, and
-    asks for a fresh snapshot only after ``QUIET_SECONDS`` without any event (the page's guard against a lost one)."""
-
-    def __init__(self, browser: Browser, url: str, origin: str, cookie: str):
-        self.stats = browser.stats
-        self.connect = browser.socket(url, origin, cookie)
-
-    async def __aenter__(self):
-        start = time.perf_counter()
-        self.ws = await self.connect.__aenter__()
-        self.stats.ws_connect.append((time.perf_counter() - start) * 1000)
-        return self
-
-    async def __aexit__(self, *exc):
-        return await self.connect.__aexit__(*exc)
-
-    async def receive(self, timeout: float) -> dict:
-        import json
-
-        import aiohttp
-
-        message = await self.ws.receive(timeout=timeout)
-        if message.type != aiohttp.WSMsgType.TEXT:
-            raise ConnectionResetError(f"WebSocket closed ({message.type.name}, {message.data})")
-        return json.loads(message.data)
-
-    async def wait(self, statuses: set[str], timeout: float = 30) -> str:
-        import json
-
-        give_up = time.monotonic() + timeout
-        while time.monotonic() < give_up:
-            try:
-                event = await self.receive(QUIET_SECONDS)
-            except TimeoutError:
-                await self.ws.send_str(json.dumps({"type": "snapshot"}))
-                continue
-            if event.get("type") == "snapshot":
-                status = event["session"]["status"]
-                if status in statuses or status == "failed":
-                    return status
-        return "stalled"
-
-    async def save_draft(self, draft: str) -> str | None:
-        """The page's autosave over the socket; waits for the acknowledgement. Returns an error or None."""
-        import json
-
-        self.draft_id = getattr(self, "draft_id", 0) + 1
-        start = time.perf_counter()
-        await self.ws.send_str(json.dumps({"type": "draft", "draft": draft, "id": self.draft_id}))
-        while True:
-            try:
-                event = await self.receive(30)
-            except TimeoutError:
-                return "draft unacknowledged"
-            if event.get("type") == "draft_saved" and event.get("id") == self.draft_id:
-                self.stats.draft.append((time.perf_counter() - start) * 1000)
-                return None
-            if event.get("type") == "draft_error":
-                return "draft refused"
-
-
-class PollWaiter:
-    """Waits like the page's fallback: GET /api/sessions/<id>/ every ``interval`` seconds."""
-
-    def __init__(self, browser: Browser, url: str, interval: float):
-        self.browser, self.url, self.stats, self.interval = browser, url, browser.stats, interval
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc):
-        return False
-
-    async def wait(self, statuses: set[str], timeout: float = 30) -> str:
-        give_up = time.monotonic() + timeout
-        while time.monotonic() < give_up:
-            response = await self.browser.call("GET", self.url)
-            if response.status != 200:
-                return f"GET {response.status}"
-            self.stats.session_get.append(response.ms)
-            status = response.json()["status"]
-            if status in statuses or status == "failed":
-                return status
-            await asyncio.sleep(self.interval)
-        return "stalled"
-
-    async def save_draft(self, draft: str) -> str | None:
-        """The page's autosave over HTTP (when its socket is down)."""
-        response = await self.browser.call("POST", self.url + "draft/", {"draft": draft})
-        if response.status != 204:
-            return f"draft {response.status}"
-        self.stats.draft.append(response.ms)
-        return None
-
-
-async def annotator_loop(browser: Browser, cookie: str, batch: str, ws_base: str, deadline: float, think: float,
-                         max_cycles: int, start_delay: float, wait: str, poll: float) -> None:
-    import aiohttp
-
-    stats = browser.stats
-    origin = "http://" + ws_base.split("://", 1)[1]
-
-    async def pause():
-        if think:
-            await asyncio.sleep(random.uniform(0.5, 1.5) * think)
-
-    async def type_feedback(waiter):
-        """The typing pause, with the page's draft autosaves (it saves 0.6 s after each burst of typing)."""
-        if not think:
-            return
-        end = time.monotonic() + random.uniform(0.5, 1.5) * think
-        typed = ""
-        while (left := end - time.monotonic()) > 0:
-            await asyncio.sleep(min(left, random.uniform(1.5, 3.0)))
-            typed += "Count again, "
-            if error := await waiter.save_draft(typed):
-                stats.error(error)
-
-    await asyncio.sleep(start_delay)
-    first_item = True
-    while time.monotonic() < deadline and stats.cycles < max_cycles:
-        try:
-            response = await browser.call("POST", "/api/next/", {"batch": batch})
-            if response.status == 200 and response.json()["state"] == "done":
-                return
-            if response.status == 200 and response.json()["state"] == "wait":
-                await asyncio.sleep(response.json()["retry_after"])
-                continue
-            if response.status != 200:
-                stats.error(f"next {response.status}")
-                await asyncio.sleep(1)
-                continue
-            stats.next.append(response.ms)
-            stats.next_server.append(response.server_ms)
-            (stats.next_first if first_item else stats.next_later).append(response.ms)
-            first_item = False
-            session_id = response.json()["session_id"]
-            if wait == "ws":
-                waiter = SocketWaiter(browser, f"{ws_base}/ws/sessions/{session_id}/", origin, cookie)
-            else:
-                waiter = PollWaiter(browser, f"/api/sessions/{session_id}/", poll)
-            async with waiter:
-                status = await waiter.wait({"awaiting_feedback"})  # the model answers round 0
-                if status != "awaiting_feedback":
-                    stats.error(f"round 0 {status}")
-                    continue
-                await type_feedback(waiter)  # reading the answer, typing feedback (autosaved)
-                payload = {"feedback": "Count again: you missed the ones at the back.",
-                           "client_request_id": uuid.uuid4().hex, "typing_ms": 4200}
-                response = await browser.call("POST", f"/api/sessions/{session_id}/feedback/", payload)
-                if response.status != 201:
-                    stats.error(f"submit {response.status}")
-                    continue
-                stats.submit.append(response.ms)
-                stats.submit_server.append(response.server_ms)
-                status = await waiter.wait({"completed"})  # the model re-answers with the ground truth
-                if status != "completed":
-                    stats.error(f"round 1 {status}")
-                    continue
-            stats.cycles += 1
-            await pause()  # reading the outcome before the next item
-        except (aiohttp.ClientError, OSError, TimeoutError) as error:
-            stats.error(type(error).__name__)
-            await asyncio.sleep(1)
-
-
-async def run_phase(base: str, ws_base: str, batch: str, credentials: list[tuple[str, str]], *, seconds: float,
-                    think: float, ramp: float, max_cycles: int, wait: str, poll: float) -> tuple[Stats, float]:
-    stats = Stats()
-    # One client (one keep-alive connection) per annotator, as each browser has its own: a single shared pool of
-    # 200 connections costs the client more than the server and its waits would count as latency.
-    browsers = [Browser(base, stats, token) for token, _ in credentials]
-    try:
-        start = time.monotonic()
-        deadline = start + seconds
-        delays = [ramp * i / len(credentials) for i in range(len(credentials))]
-        await asyncio.gather(*(annotator_loop(browser, cookie, batch, ws_base, deadline, think, max_cycles, d,
-                                              wait, poll)
-                               for browser, (_, cookie), d in zip(browsers, credentials, delays, strict=True)))
-        elapsed = time.monotonic() - start
-    finally:
-        await asyncio.gather(*(browser.close() for browser in browsers))
-    return stats, elapsed
-
-
-def run_client(coroutine):
-    """Run the simulated annotators on uvloop when it is installed (it comes with uvicorn[standard]): the client
-    shares the server's cores here, while real annotators each have a browser of their own, so the less CPU
-    (and event-loop lag, which counts in every latency) the client costs, the more the figures are the server's."""
-    from annotate.server.heap import freeze_startup_heap
-
-    # The client loaded Django to make the data: frozen like the web processes' heap, it costs no collector
-    # pauses, which would count in the figures.
-    freeze_startup_heap()
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coroutine)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(coroutine)
-
-
-def report(title: str, stats: Stats, elapsed: float, target_p95: float, load_before: float, cpu: str,
-           yardstick_before: float) -> bool:
-    print(f"\n{title}: {stats.cycles} items done in {elapsed:.1f} s, {stats.requests / elapsed:.1f} API requests/s; "
-          f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
+def report(title: str, clients: ClientProcesses, target_p95: dict[str, float], load_before: tuple[float, ...],
+           cpu: str, yardstick_before: float) -> bool:
+    stats, elapsed = clients.stats, clients.elapsed
+    loads = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n{title}: {stats.cycles} items done in {elapsed:.1f} s ({stats.cycles / elapsed:.1f} items/s), "
+          f"{stats.requests / elapsed:.1f} API requests/s; load average (1/5/15 min) "
+          f"{'/'.join(f'{x:.1f}' for x in load_before)} before, {loads} after")
     print(f"  machine speed: the reference workload took {yardstick_before:.1f} ms before, "
           f"{reference_workload_ms():.1f} ms after (lower is faster; compare runs only at a similar speed)")
     print(f"  CPU used, in % of one core (the machine has {os.cpu_count()}): {cpu}")
+    print(f"  load generator: {clients.describe()}")
     print(f"  {'':<30}{'n':>7}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}   (ms)")
     ok = True
-    for name, values, counted in (("POST /api/next/", stats.next, True),
-                                  ("POST .../feedback/ (submit)", stats.submit, True),
-                                  ("  next, in the app", stats.next_server, False),
-                                  ("  next, first item each", stats.next_first if len(stats.next_first) > 1 else [], False),
-                                  ("  next, later items", stats.next_later if len(stats.next_first) > 1 else [], False),
-                                  ("  submit, in the app", stats.submit_server, False),
-                                  ("WebSocket connect (snapshot)", stats.ws_connect, False),
-                                  ("GET /api/sessions/<id>/ (poll)", stats.session_get, False),
-                                  ("draft autosave (ws or POST)", stats.draft, False)):
+    for name, key, values in (("POST /api/next/", "next", stats.next),
+                              ("POST .../feedback/ (submit)", "submit", stats.submit),
+                              ("  next, in the app", "", stats.next_server),
+                              ("  next, first item each", "", stats.next_first if len(stats.next_first) > 1 else []),
+                              ("  next, later items", "", stats.next_later if len(stats.next_first) > 1 else []),
+                              ("  submit, in the app", "", stats.submit_server),
+                              ("WebSocket connect (snapshot)", "", stats.ws_connect),
+                              ("GET /api/sessions/<id>/ (poll)", "", stats.session_get),
+                              ("draft autosave (ws or POST)", "draft", stats.draft)):
+        counted = key in target_p95
         if not values and not counted:
             continue
         p50, p95, p99 = (percentile(values, q) for q in (0.5, 0.95, 0.99))
         print(f"  {name:<30}{len(values):>7}{p50:>9.1f}{p95:>9.1f}{p99:>9.1f}{max(values or [0]):>9.1f}")
         if counted:
-            ok = ok and bool(values) and p95 <= target_p95
+            ok = ok and bool(values) and p95 <= target_p95[key]
     errors = sum(stats.errors.values())
     print(f"  errors: {errors}" + (f" {stats.errors}" if errors else ""))
-    print(f"  target: next-item and submit p95 <= {target_p95:.0f} ms, 0 errors: {'met' if ok and not errors else 'NOT met'}")
+    bars = ", ".join(f"{key} p95 <= {ms:.0f} ms" for key, ms in target_p95.items())
+    print(f"  target: {bars}, 0 errors: {'met' if ok and not errors else 'NOT met'}")
     return ok and not errors
 
 
@@ -691,25 +462,31 @@ def main() -> None:
     try:
         batch, tokens = create_data(args.tasks, args.annotators, args.reuse)
         procs, base, ws_base, described = start_processes(env, var_dir, args)
-        print(f"server: {described}; {os.cpu_count()} CPUs shared with PostgreSQL and this client",
+        print(f"server: {described}; {os.cpu_count()} CPUs shared with PostgreSQL and the load generator",
               flush=True)
+        ours = {"database": urlsplit(database_url).path.lstrip("/"), "redis_pid": redis_pid(var_dir)}
+        probe = Probe(var_dir / "logs" if args.probe else None)
         results = []
+        phases = []
         if args.phase in ("both", "single"):
-            load, cpu, speed = os.getloadavg()[0], cpu_seconds(procs), reference_workload_ms()
-            stats, elapsed = run_client(run_phase(base, ws_base, batch, tokens[:1], seconds=args.seconds, think=0,
-                                                   ramp=0, max_cycles=args.single_cycles, wait=args.wait, poll=0.02))
-            results.append(report("Phase 1 · one annotator walking the queue (no pauses)", stats, elapsed, 30, load,
-                                  cpu_shares(cpu, cpu_seconds(procs), elapsed), speed))
+            phases.append(("Phase 1 · one annotator walking the queue (no pauses)", tokens[:1],
+                           {"think": 0, "ramp": 0, "max_cycles": args.single_cycles, "poll": 0.02}))
         if args.phase in ("both", "many"):
-            analyze()  # the first phase grew the annotators' histories
-            load, cpu, speed = os.getloadavg()[0], cpu_seconds(procs), reference_workload_ms()
-            stats, elapsed = run_client(run_phase(base, ws_base, batch, tokens[1:], seconds=args.seconds,
-                                                   think=args.think, ramp=args.ramp, max_cycles=10**9, wait=args.wait,
-                                                   poll=1.5))
-            results.append(report(
-                f"Phase 2 · {len(tokens) - 1} annotators at once (think {args.think:g} s, ramp {args.ramp:g} s, "
-                f"waiting by {args.wait})",
-                stats, elapsed, 50, load, cpu_shares(cpu, cpu_seconds(procs), elapsed), speed))
+            phases.append((f"Phase 2 · {len(tokens) - 1} annotators at once (think {args.think:g} s, ramp "
+                           f"{args.ramp:g} s, waiting by {args.wait})", tokens[1:],
+                           {"think": args.think, "ramp": args.ramp, "max_cycles": 10**9, "poll": 1.5}))
+        for title, credentials, options in phases:
+            analyze()  # an earlier phase grew the annotators' histories
+            probe.mark(title)
+            load, speed = os.getloadavg(), reference_workload_ms()
+            cpu = cpu_seconds(procs, **ours)
+            clients = run_phase_in_processes(base, ws_base, batch, credentials, processes=args.clients,
+                                             seconds=args.seconds, wait=args.wait, **options)
+            after = cpu_seconds(procs, **ours)
+            after["client"] += sum(clients.cpu_seconds)  # the client processes have exited: their own reports
+            results.append(report(title, clients, targets_for(len(credentials)), load,
+                                  cpu_shares(cpu, after, clients.elapsed), speed))
+            probe.report()
         if args.explain:
             explain(batch)
         print(f"\nPostgreSQL connections to the benchmark database now: {db_connections()}")

@@ -50,14 +50,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import percentile  # noqa: E402
+from benchmarks.load_client import Browser, SocketWaiter, Stats, run_client  # noqa: E402
 from benchmarks.queue_load import (  # noqa: E402
     BATCH_NAME,
-    Browser,
-    SocketWaiter,
-    Stats,
     configure,
     create_data,
-    run_client,
     scratch_database,
     start_processes,
     start_worker,

@@ -1,16 +1,13 @@
 """ASGI entry point: Django's own ASGI handler for HTTP, Channels for WebSockets (Channels' session auth stack,
-origin-checked, at most WEBSOCKETS_PER_USER per person), behind forwarded headers read from TRUSTED_PROXIES only
-(annotate.server.proxies)."""
+origin-checked, at most WEBSOCKETS_PER_USER per person, each socket's database calls in a thread of its own),
+behind forwarded headers read from TRUSTED_PROXIES only (annotate.server.proxies)."""
 
 import os
-import sys
 
 from django.core.asgi import get_asgi_application
 
-# Django runs each request's sync code in a thread; a thread coming back from a database round trip waits for the
-# GIL while another request computes, up to the switch interval each time (5 ms by default, ~8 round trips per
-# request). 1 ms keeps that wait short under load (queue_load benchmark: next-item p95 at 200 annotators).
-sys.setswitchinterval(0.001)
+# Python's default GIL switch interval (5 ms): a 1 ms interval set here once showed no gain on queue_load at 1, 200
+# or 1,000 annotators (docs/operations/scaling-out.md), so the process keeps the interpreter's default.
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.config.settings")
 django_asgi_app = get_asgi_application()  # sets Django up before the imports below touch models
@@ -26,6 +23,7 @@ from annotate.server.heap import freeze_startup_heap  # noqa: E402
 from annotate.server.proxies import ForwardedHeaders  # noqa: E402
 from annotate.server.timing import ServerTimingMiddleware  # noqa: E402
 from annotate.server.ws_limits import WebSocketsPerUser  # noqa: E402
+from annotate.server.ws_threads import ThreadPerSocket  # noqa: E402
 from annotate.sessions.consumers import SessionConsumer, no_route  # noqa: E402
 from annotate.watch.consumers import DashboardConsumer  # noqa: E402
 
@@ -38,8 +36,8 @@ websocket_urlpatterns = [
 application = ForwardedHeaders(ProtocolTypeRouter(
     {
         "http": ServerTimingMiddleware(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(WebSocketsPerUser(URLRouter(websocket_urlpatterns)))),
+        "websocket": ThreadPerSocket(AllowedHostsOriginValidator(
+            AuthMiddlewareStack(WebSocketsPerUser(URLRouter(websocket_urlpatterns))))),
     }
 ), settings.TRUSTED_PROXIES)
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import logging
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from redis.exceptions import RedisError
 
 from annotate.errors import NotFound
 from annotate.server.json_limits import DEPTH_MESSAGE, describe, too_deep, unstorable_text
+from annotate.server.ws_threads import database_call
 from annotate.sessions import realtime
 from annotate.sessions.selectors import session_snapshot
 from annotate.sessions.services import session_save_draft
@@ -110,7 +110,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.receive_json(content, **kwargs)
 
-    @database_sync_to_async
+    @database_call
     def _snapshot(self, user):
         # A round whose worker died is failed (with Retry) before the page gets the state.
         return session_snapshot(session_for_page(user, self.session_id))
@@ -122,7 +122,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             except CHANNEL_LAYER_ERRORS:  # the page is gone; the group's entry expires on its own
                 logger.info("WebSocket %s: the channel layer was unreachable on disconnect", self.scope.get("path"))
 
-    @database_sync_to_async
+    @database_call
     def _save_draft(self, user, draft: str):
         session_save_draft(session_id=self.session_id, draft=draft, annotator=user)
 

@@ -50,3 +50,26 @@ def test_views_are_loaded_at_start_up_and_frozen_out_of_the_collectors_sight():
     # code (annotate.server.heap): pauses of 10-40 ms instead of 150-360 ms on the queue_load benchmark.
     assert {"annotate.sessions.apis", "evaluation.interfeedback.apis"} <= set(sys.modules)
     assert gc.get_freeze_count() > 50_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_crosses_between_the_event_loop_and_its_thread_seldom():
+    # Every middleware above the lowest sync-only one runs in the request's thread, every one below it in the event
+    # loop with two crossings each: the sync-only one sits at the bottom (settings.MIDDLEWARE), so a request
+    # crosses 7 times (the signals, the stack, the view's middleware hooks, the view, closing), not 12.
+    from unittest import mock
+
+    from asgiref.sync import SyncToAsync
+
+    calls = []
+    original = SyncToAsync.__call__
+
+    async def counted(self, *args, **kwargs):
+        calls.append(getattr(self.func, "__qualname__", repr(self.func)))
+        return await original(self, *args, **kwargs)
+
+    _get("/login/")  # loaded once
+    with mock.patch.object(SyncToAsync, "__call__", counted):
+        start, _ = _get("/login/")
+    assert start["status"] == 200
+    assert len(calls) <= 7, calls
