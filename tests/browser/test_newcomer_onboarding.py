@@ -46,6 +46,7 @@ def test_a_newcomer_sets_up_a_pilot(browser, live_server, celery_worker_process,
     page.fill("#id_text", PEOPLE_CSV)
     page.click("#people-submit")
     expect(page.locator("h1")).to_have_text("2 accounts created")
+    page.wait_for_load_state("load")  # the heading can show before the page's deferred script has run
     links = {row.locator("td").nth(0).inner_text(): row.locator("code").inner_text()
              for row in page.locator("#links tbody tr").all()}
     assert set(links) == {"pilot-ann1", "pilot-ann2"}
