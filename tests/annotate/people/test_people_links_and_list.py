@@ -19,13 +19,6 @@ from tests.factories import ModelConfigFactory, UserFactory, make_batch
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin_client(db):
-    client = Client()
-    client.force_login(UserFactory(username="ada", role=User.Role.ADMIN))
-    return client
-
-
 def create(admin_client, text, role="annotator"):
     response = admin_client.post("/setup/people/", {"role": role, "text": text})
     assert response.status_code == 200, response.content.decode()[:2000]

@@ -13,13 +13,6 @@ from tests.factories import UserFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin_client(db):
-    client = Client()
-    client.force_login(UserFactory(username="ada", role=User.Role.ADMIN))
-    return client
-
-
 def test_bulk_add_from_pasted_csv_shows_links_once(admin_client):
     page = admin_client.get("/setup/people/")
     assert page.status_code == 200 and b'<label for="id_role">' in page.content
