@@ -1,4 +1,4 @@
-"""FIRE rating reports: plain rows from the database → ``evaluation.fire.metrics`` → tables and JSON.
+"""FIRE rating reports: plain rows from the database → ``evaluation.fire.rating_metrics`` → tables and JSON.
 
 Only final ratings count (drafts never reach a report). Annotators are named by pseudonym. A turn is numbered as
 the rating page shows it (1 = the conversation's first turn, the student's first response), in every table and
@@ -30,10 +30,8 @@ from django.db.models import Prefetch
 from annotate.errors import ApplicationError
 from annotate.models import Batch, Conversation, Rating, Turn
 from annotate.wording import phrase, phrase_in
-from evaluation.fire.metrics import (
-    Rating as RatingTriple,
-)
-from evaluation.fire.metrics import (
+from evaluation.fire.metrics import Rating as RatingTriple
+from evaluation.fire.rating_metrics import (
     TurnKind,
     disagreement_items,
     fire_rating_table,

@@ -32,7 +32,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from evaluation.fire.metrics import krippendorff_alpha, pairwise_weighted_kappa
+from evaluation.fire.rating_metrics import krippendorff_alpha, pairwise_weighted_kappa
 from evaluation.stats import ConfidenceInterval, percentile_interval
 
 OUTCOMES = (-1, 0, 1)  # B preferred < tie < A preferred: an ordinal scale

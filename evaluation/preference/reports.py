@@ -21,7 +21,7 @@ from annotate.rating.selectors import DIMENSION_NAMES
 from annotate.wording import phrase, phrase_in
 from evaluation.exports.registry import CONTENT_TYPES, Export, export_filename
 from evaluation.exports.renderers.tables import render, to_json
-from evaluation.fire.metrics import summarize_ratings
+from evaluation.fire.rating_metrics import summarize_ratings
 from evaluation.preference.metrics import (
     MIN_SHARED_FOR_KAPPA,
     name_key,

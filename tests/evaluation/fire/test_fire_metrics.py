@@ -11,19 +11,21 @@ import pytest
 from evaluation.exports.renderers.tables import render
 from evaluation.fire.metrics import (
     bleu_scores,
-    bootstrap_mean_ci,
     cider_d,
     cider_d_per_item,
+    free_dialogue_metrics,
+    mean_absolute_error,
+    sacrebleu_corpus_bleu,
+    satisfying_turn,
+)
+from evaluation.fire.rating_metrics import (
+    bootstrap_mean_ci,
     cluster_bootstrap_mean_ci,
     disagreement_items,
     fire_rating_table,
-    free_dialogue_metrics,
     krippendorff_alpha,
-    mean_absolute_error,
     pairwise_weighted_kappa,
     reliability_matrix,
-    sacrebleu_corpus_bleu,
-    satisfying_turn,
     summarize_ratings,
 )
 
