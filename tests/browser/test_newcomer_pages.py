@@ -13,10 +13,9 @@ from annotate.crowd.selectors import invite_link_paths
 from annotate.crowd.services import invite_link_create
 from annotate.models import ModelConfig, Round, Session, User
 from annotate.queue.services import assignment_next
-from evaluation.interfeedback import services as outcome_services
 from tests.annotate.helpers import run_pending_round
 from tests.browser.conftest import login
-from tests.evaluation.builders import sessions_from_counts
+from tests.evaluation.builders import counted_batch
 from tests.factories import ModelConfigFactory, UserFactory, attach_image, make_batch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -157,9 +156,7 @@ def test_a_fire_report_shows_only_its_own_actions(page, live_server, fire_batch)
 def test_tables_3_and_4_show_n_per_cell_on_request_by_keyboard(page, live_server):
     researcher = UserFactory(username="newcomer-n", role=User.Role.RESEARCHER)
     model = ModelConfigFactory(name="gpt-4o", display_name="GPT-4o", backend=ModelConfig.Backend.REPLAY)
-    batch = make_batch(models=[model], tasks=0, members=[researcher])
-    sessions_from_counts(batch, model, "Visual Logic", (17, 9, 5, 3), 80, annotators=(researcher,))
-    outcome_services.outcome_recompute(batch_id=batch.id)
+    batch = counted_batch(model, annotator=researcher, members=[researcher])
     login(page, live_server.url, researcher.username)
     page.goto(f"{live_server.url}{reverse('research-report', args=[batch.id])}")
     expect(page.locator("#f-model option", has_text="GPT-4o")).to_have_attribute("value", "gpt-4o")

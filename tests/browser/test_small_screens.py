@@ -10,12 +10,11 @@ from annotate.crowd.services import invite_link_create
 from annotate.imports.batches import batch_import
 from annotate.models import BenchRun, ModelConfig, Session, User
 from annotate.queue.services import assignment_next
-from evaluation.interfeedback import services as outcome_services
 from tests.annotate.helpers import run_pending_round
 from tests.annotate.rating.fire.fire_data import write_images_dir, write_jsonl
 from tests.browser.conftest import login
 from tests.browser.test_accessibility import assert_accessible
-from tests.evaluation.builders import sessions_from_counts
+from tests.evaluation.builders import counted_batch
 from tests.factories import ModelConfigFactory, UserFactory, attach_image, make_batch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -33,9 +32,7 @@ def studies(fire_batch, tmp_path):
     """An admin who is a member of one batch of each kind, with something in each report."""
     admin = UserFactory(username="walker", role=User.Role.ADMIN)
     model = ModelConfigFactory(name="walk-gpt", display_name="GPT-4o", backend=ModelConfig.Backend.REPLAY)
-    interfeedback = make_batch(models=[model], tasks=0, members=[admin])
-    sessions_from_counts(interfeedback, model, "Visual Logic", (17, 9, 5, 3), 80, annotators=(admin,))
-    outcome_services.outcome_recompute(batch_id=interfeedback.id)
+    interfeedback = counted_batch(model, annotator=admin, members=[admin])
     invite_link_create(batch=interfeedback, label="Prolific pilot with a label of some length")
     fire_batch.members.add(admin)
     records = [{"id": "p1", "image": "bars_01.png", "question": "What does the chart show?",

@@ -6,7 +6,8 @@ import datetime as dt
 import itertools
 
 from annotate.models import Round, Session, Task
-from tests.factories import TaskFactory
+from evaluation.interfeedback import services as outcome_services
+from tests.factories import TaskFactory, make_batch
 
 NEVER = None
 
@@ -36,3 +37,12 @@ def sessions_from_counts(batch, model, category: str, corrected: tuple[int, int,
             for index in range(4 if session.corrected_round is None else session.corrected_round + 1)
         ])
     return created
+
+
+def counted_batch(model, *, annotator, members=()):
+    """A batch of ``model`` whose report has one counted cell: 80 sessions of Visual Logic by ``annotator``, 17
+    right at round 0 and 9, 5, 3 first corrected in rounds 1-3 (accuracy 21.3), its counters recomputed."""
+    batch = make_batch(models=[model], tasks=0, members=list(members))
+    sessions_from_counts(batch, model, "Visual Logic", (17, 9, 5, 3), 80, annotators=(annotator,))
+    outcome_services.outcome_recompute(batch_id=batch.id)
+    return batch

@@ -15,11 +15,11 @@ from django.utils import translation
 
 from annotate.models import ModelConfig, User
 from evaluation.exports.filters import ReportFilters
-from evaluation.interfeedback import selectors, services
+from evaluation.interfeedback import selectors
 from tests.annotate.bench.test_bench_engine import bench_batch, run_all, start  # noqa: F401  (the fixture)
-from tests.evaluation.builders import sessions_from_counts
+from tests.evaluation.builders import counted_batch
 from tests.evaluation.fire.test_fire_reports import rate_all
-from tests.factories import ModelConfigFactory, UserFactory, make_batch
+from tests.factories import ModelConfigFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -41,10 +41,7 @@ def reader(language: str, batch) -> Client:
 @pytest.fixture
 def batch(annotator):
     model = ModelConfigFactory(name="gpt-4o", backend=ModelConfig.Backend.REPLAY)
-    batch = make_batch(models=[model], tasks=0)
-    sessions_from_counts(batch, model, "Visual Logic", (17, 9, 5, 3), 80, annotators=(annotator,))
-    services.outcome_recompute(batch_id=batch.id)
-    return batch
+    return counted_batch(model, annotator=annotator)
 
 
 def table_of(html: str, table_id: str) -> dict:
