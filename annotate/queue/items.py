@@ -49,15 +49,24 @@ def belongs_to_a_batch(annotator_id: int | OuterRef) -> QuerySet[Any]:
         batch__status=Batch.Status.CLOSED)
 
 
-def batches_serving(annotator: User) -> Q:
+def batches_serving(annotator: User, prefix: str = "batch__") -> Q:
     """Items of the batches that may serve the annotator (their share aside): for an invited participant the batch
     they joined, for others the batches naming them, those open to all annotators, and those naming no one while
-    they belong to no open batch."""
+    they belong to no open batch. ``prefix=""``: the same rule over batches instead of items."""
+    batch_id = f"{prefix}id" if prefix else "pk"
     if annotator.crowd_batch_id:
-        return Q(batch_id=annotator.crowd_batch_id)
+        return Q(**{batch_id: annotator.crowd_batch_id})
     named = Batch.annotators.through.objects.filter(user_id=annotator.pk).values("batch_id")
-    unnamed = Q(batch__open_to_all_annotators=True) | ~Exists(belongs_to_a_batch(annotator.pk))
-    return (Q(batch__annotators_named=False) & unnamed) | Q(batch_id__in=named)
+    unnamed = Q(**{f"{prefix}open_to_all_annotators": True}) | ~Exists(belongs_to_a_batch(annotator.pk))
+    return (Q(**{f"{prefix}annotators_named": False}) & unnamed) | Q(**{f"{batch_id}__in": named})
+
+
+def open_batches_for(annotator: User) -> QuerySet[Batch]:
+    """The open batches that may serve the annotator (their share aside: see `batch_open_to`)."""
+    if not may_be_served(annotator):
+        return Batch.objects.none()
+    return Batch.objects.filter(status=Batch.Status.READY, kind__in=QUEUED_KINDS, budget_reached=False).filter(
+        batches_serving(annotator, prefix=""))
 
 
 def open_items(annotator: User, *, last_task_id: int | None = None) -> QuerySet[WorkItem]:

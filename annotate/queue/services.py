@@ -34,6 +34,7 @@ from annotate.queue.items import (
     batches_serving,
     may_be_served,
     not_yet_taken_by,
+    open_batches_for,
     open_items,
 )
 from annotate.queue.order import model_cycle, model_for, serving_order
@@ -117,27 +118,40 @@ def _next_in_turn(annotator: User, batch: Batch | None) -> Assignment | None:
         _lock_annotator(annotator)
         latest, has_pinned = _latest_assignment(annotator)
         if latest is not None and latest.resumable():
-            assignment = Assignment.objects.select_related("work_item", "session").get(pk=latest.id)
-            assignment_renew(assignment=assignment)
-            return assignment
-        batch = batch or _batch_to_serve(annotator, latest)
+            resumed = Assignment.objects.select_related("work_item", "session").get(pk=latest.id)
+            assignment_renew(assignment=resumed)
+            return resumed
+        if batch is None and annotator.crowd_batch_id:
+            batch = Batch.objects.filter(pk=annotator.crowd_batch_id).first()
+        if batch is not None:
+            return _reserve(annotator, batch, latest, has_pinned) if batch_open_to(annotator, batch) else None
+        if latest is not None:  # a person stays with their latest batch while it has items for them
+            batch = Batch.objects.get(pk=latest.batch_id)
+            if batch_open_to(annotator, batch):
+                assignment = _reserve(annotator, batch, latest, has_pinned)
+                # Nothing reserved: its items are only held by others for now, or it has none left for them (the
+                # one case that costs a second walk, at the end of a batch).
+                if assignment is not None or batch_items(batch, annotator.pk, last_task_id=latest.task_id).exists():
+                    return assignment
+        batch = _first_open_batch(annotator, latest)
         if batch is None or not batch_open_to(annotator, batch):
             return None
         return _reserve(annotator, batch, latest, has_pinned)
 
 
-def _batch_to_serve(annotator: User, latest: _Latest | None) -> Batch | None:
-    """With no batch asked for: the batch they joined (a participant), else the batch of their latest item while it
-    has items for them (a person stays with one study), else the batch of the first open item anywhere."""
-    if annotator.crowd_batch_id:
-        return Batch.objects.filter(pk=annotator.crowd_batch_id).first()
-    if latest is not None:
-        batch = Batch.objects.get(pk=latest.batch_id)
-        if batch_open_to(annotator, batch) and batch_items(batch, annotator.pk, last_task_id=latest.task_id).exists():
-            return batch
-    first = open_items(annotator, last_task_id=latest.task_id if latest else None).values_list(
-        "batch_id", flat=True).first()
-    return None if first is None else Batch.objects.get(pk=first)
+def _first_open_batch(annotator: User, latest: _Latest | None) -> Batch | None:
+    """The batch of the first item open to the annotator anywhere, in serving order. Each open batch's first item
+    comes from a walk of its ``work_item_queue`` index (well under a millisecond); one query over every batch's items
+    would sort them all (~70 ms with 100k items, for each newcomer)."""
+    last_task_id = latest.task_id if latest else None
+    firsts = []
+    for batch in open_batches_for(annotator):
+        first = batch_items(batch, annotator.pk, last_task_id=last_task_id).values_list(
+            "pinned_to", "completed_count", "id").first()
+        if first is not None:
+            pinned_to, completed_count, item_id = first
+            firsts.append(((pinned_to is None, -completed_count, item_id), batch))
+    return min(firsts, key=lambda first: first[0])[1] if firsts else None
 
 
 @dataclass(frozen=True)
