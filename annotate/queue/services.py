@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Count, Exists, F, Q
+from django.db.models import Exists, F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -35,7 +35,6 @@ from annotate.queue.items import (
     may_be_served,
     not_yet_taken_by,
     open_batches_for,
-    open_items,
 )
 from annotate.queue.order import model_cycle, model_for, serving_order
 from annotate.sessions.services import session_start
@@ -220,18 +219,23 @@ def _reserve(annotator: User, batch: Batch, latest: _Latest | None, has_pinned: 
     return assignment
 
 
-def open_items_count(*, annotator: User) -> int:
+def open_items_count(*, annotator: User, up_to: int | None = None) -> int:
     """How many more items the annotator could be served (the home page's "Remaining"): one per task where nobody
-    is served a task twice, one per item elsewhere, and no more than a participant's share has left."""
-    counts = open_items(annotator).aggregate(
-        tasks=Count("task_id", distinct=True, filter=Q(batch__allow_repeat_tasks=False, task__isnull=False)),
-        others=Count("id", filter=Q(batch__allow_repeat_tasks=True) | Q(task__isnull=True)),
-    )
-    remaining: int = counts["tasks"] + counts["others"]
-    if annotator.crowd_batch_id and remaining:
+    is served a task twice, one per item elsewhere, and no more than a participant's share has left. Counts at most
+    ``up_to`` (and no further than the share's end): each batch's count stops there, a few milliseconds, where an
+    exact count of a 100k-item batch reads every item (~1 s)."""
+    if annotator.crowd_batch_id:
         share = participant_share(annotator, Batch.objects.get(pk=annotator.crowd_batch_id))
         if share is not None and share.left is not None:
-            remaining = min(remaining, share.left)
+            up_to = share.left if up_to is None else min(up_to, share.left)
+    remaining = 0
+    for batch in open_batches_for(annotator):
+        if up_to is not None and remaining >= up_to:
+            break
+        items = batch_items(batch, annotator.pk).order_by()
+        one_per_task = batch.kind not in CONVERSATION_KINDS and not batch.allow_repeat_tasks
+        counted = items.values("task_id").distinct() if one_per_task else items.values("id")
+        remaining += (counted if up_to is None else counted[: up_to - remaining]).count()
     return remaining
 
 

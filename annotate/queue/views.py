@@ -15,6 +15,8 @@ from annotate.queue.services import assignment_next, nothing_to_serve, open_item
 from annotate.sessions.selectors import annotator_progress
 from annotate.shares import participant_share
 
+REMAINING_SHOWN_UP_TO = 1000
+
 
 @login_required
 def home(request):
@@ -32,13 +34,15 @@ def home(request):
         .order_by("-started_at")[:20]
     )
     servable = may_be_served(user)
-    remaining = open_items_count(annotator=user) if servable else 0
+    # Counted up to a cap (a 100k-item batch would be read whole on every visit), shown as "1000+" beyond it.
+    remaining = open_items_count(annotator=user, up_to=REMAINING_SHOWN_UP_TO + 1) if servable else 0
     # Nothing open: say why in place of "Start next item" (a finished share, or items others hold for now).
     empty = nothing_to_serve(annotator=user) if servable and current is None and not remaining else None
     return render(
         request,
         "annotate/home.html",
-        {"progress": {**annotator_progress(user), "remaining": remaining},
+        {"progress": {**annotator_progress(user),
+                      "remaining": f"{REMAINING_SHOWN_UP_TO}+" if remaining > REMAINING_SHOWN_UP_TO else remaining},
          "current": current, "recent": recent, "empty": empty, "servable": servable,
          "share": participant_share(user, user.crowd_batch) if user.crowd_batch_id else None},
     )
