@@ -74,6 +74,9 @@ def parse_args() -> argparse.Namespace:
                         help="reuse the scratch database a --keep run left (skips the data setup; implies --keep)")
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--annotators", type=int, default=200)
+    parser.add_argument("--models", type=int, default=1,
+                        help="simulated models the batch compares (2+: each annotator is served them in turn, "
+                             "starting where their arrival puts them)")
     parser.add_argument("--seconds", type=float, default=60, help="time bound of each phase")
     parser.add_argument("--single-cycles", type=int, default=1000, help="phase 1 stops after this many items")
     parser.add_argument("--think", type=float, default=15.0,
@@ -147,7 +150,7 @@ def configure(database_url: str, var_dir: Path) -> dict:
     return {**os.environ}
 
 
-def create_data(n_tasks: int, n_annotators: int, reuse: bool) -> tuple[str, list[str]]:
+def create_data(n_tasks: int, n_annotators: int, reuse: bool, n_models: int = 1) -> tuple[str, list[str]]:
     from django.core.management import call_command
     from django.db import transaction
     from rest_framework.authtoken.models import Token
@@ -173,10 +176,11 @@ def create_data(n_tasks: int, n_annotators: int, reuse: bool) -> tuple[str, list
 
     t1 = time.perf_counter()
     with transaction.atomic():
-        model = ModelConfig.objects.create(name="bench-sim", backend=ModelConfig.Backend.SIMULATED,
-                                           backend_settings={"chunk_delay": 0})
+        models = [ModelConfig.objects.create(name="bench-sim" if n == 0 else f"bench-sim-{n + 1}",
+                                             backend=ModelConfig.Backend.SIMULATED, backend_settings={"chunk_delay": 0})
+                  for n in range(n_models)]
         batch = Batch.objects.create(name=BATCH_NAME, max_rounds=1, overlap=1, task_count=n_tasks)
-        batch.models_to_evaluate.add(model)
+        batch.models_to_evaluate.add(*models)
         Task.objects.bulk_create(
             (Task(batch=batch, external_id=f"t{i:06d}", category=CATEGORIES[i % len(CATEGORIES)],
                   question=f"How many objects are in picture {i}?", answer_type=Task.AnswerType.NUMBER,
@@ -460,7 +464,7 @@ def main() -> None:
     env = configure(database_url, var_dir)
     procs = []
     try:
-        batch, tokens = create_data(args.tasks, args.annotators, args.reuse)
+        batch, tokens = create_data(args.tasks, args.annotators, args.reuse, args.models)
         procs, base, ws_base, described = start_processes(env, var_dir, args)
         print(f"server: {described}; {os.cpu_count()} CPUs shared with PostgreSQL and the load generator",
               flush=True)
