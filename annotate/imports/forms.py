@@ -30,6 +30,18 @@ FIELD_KINDS = {
 }
 
 
+KEEP_YES_NO = {"": None, "yes": True, "no": False}  # a per-batch on/off setting: keep it, switch it on, or off
+ON_OFF = ("allow_repeat_tasks", "open_to_all_annotators", "skips_count_toward_share")
+
+
+def keep_yes_no(label, help_text) -> forms.TypedChoiceField:
+    """An on/off batch setting as the form shows it: as the batch has it (a new batch: off), yes, or no; what is
+    chosen is what the batch gets (an unticked box could not tell "leave it" from "switch it off")."""
+    return forms.TypedChoiceField(
+        required=False, label=label, help_text=help_text, coerce=KEEP_YES_NO.get, empty_value=None,
+        choices=[("", _("As the batch has it (a new batch: no)")), ("yes", _("Yes")), ("no", _("No"))])
+
+
 class ImportForm(forms.Form):
     field_order = ["kind", "file", "images", "name"]  # the kind first: it decides which fields follow
     file = forms.FileField(help_text=_("Checked completely before anything is written."))
@@ -60,8 +72,8 @@ class ImportForm(forms.Form):
                     "served no batch that does not name them. Empty: every annotator who belongs to no other "
                     "batch, or as before when re-importing; * names no one again"),
     )
-    open_to_all_annotators = forms.BooleanField(
-        required=False, label=_("Open to all annotators"),
+    open_to_all_annotators = keep_yes_no(
+        label=_("Open to all annotators"),
         help_text=_("Serve this batch to every annotator account, also the people named on other batches "
                     "(otherwise they see only their own batches)"),
     )
@@ -71,10 +83,10 @@ class ImportForm(forms.Form):
                                     help_text=_("Default 3"))
     gold_rate = forms.FloatField(min_value=0, max_value=1, required=False, label=_("Gold rate"),
                                  help_text=_("0 to 1"))
-    allow_repeat_tasks = forms.BooleanField(
-        required=False, label=_("Allow repeat tasks"),
+    allow_repeat_tasks = keep_yes_no(
+        label=_("Allow repeat tasks"),
         help_text=_("Serve a task again to an annotator with another model while they have not seen its answer "
-                    "(otherwise each annotator gets each task once; turn it off again in the admin)"),
+                    "(otherwise each annotator gets each task once)"),
     )
     instructions = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4}), required=False, label=_("Instructions"),
@@ -91,8 +103,8 @@ class ImportForm(forms.Form):
         min_value=0, max_value=2**31 - 1, required=False, label=_("Serving seed"),
         help_text=_("Seed of the order tasks and models are served in; empty: a random one (shown on the report). "
                     "The same seed serves a study again in the same order"))
-    skips_count_toward_share = forms.BooleanField(
-        required=False, label=_("Skips count toward a participant's share"),
+    skips_count_toward_share = keep_yes_no(
+        label=_("Skips count toward a participant's share"),
         help_text=_("Invited participants' skipped items count as done, up to the number below (otherwise only "
                     "completed items earn the completion code)"))
     max_counted_skips = forms.IntegerField(min_value=0, max_value=1000, required=False, label=_("Max counted skips"),
@@ -117,14 +129,14 @@ class ImportForm(forms.Form):
         settings = {"models": [m.name for m in data["models"]] or None, "overlap": data["overlap"],
                     "max_rounds": data["max_rounds"], "gold_rate": data["gold_rate"],
                     "prompt_templates": data["prompt_templates"] or None,
-                    "allow_repeat_tasks": data["allow_repeat_tasks"] or None,  # unticked: leave it as it is
-                    "open_to_all_annotators": data["open_to_all_annotators"] or None,
+                    "allow_repeat_tasks": data["allow_repeat_tasks"],
+                    "open_to_all_annotators": data["open_to_all_annotators"],
                     "instructions": data["instructions"] or None,
                     "category_order": data["category_order"] or None,
                     "budget": None if data["budget"] is None else str(data["budget"]),  # JSON in the job
                     "annotators": data["annotators"].strip() or None,
                     "seed": data["seed"], "max_counted_skips": data["max_counted_skips"],
-                    "skips_count_toward_share": data["skips_count_toward_share"] or None,  # unticked: as it is
+                    "skips_count_toward_share": data["skips_count_toward_share"],
                     "researchers": "*" if data["all_researchers"]
                     else [u.username for u in data["researchers"]] or None}
         return {k: v for k, v in settings.items() if v is not None}
@@ -144,6 +156,9 @@ def initial_from_job(job: Job) -> dict:
         initial["all_researchers"] = True
     elif isinstance(researchers, list):
         initial["researchers"] = researchers
+    for key in ON_OFF:
+        if key in initial:
+            initial[key] = {True: "yes", False: "no"}.get(initial[key], "")
     if isinstance(initial.get("prompt_templates"), dict):
         initial["prompt_templates"] = json.dumps(initial["prompt_templates"])
     initial.update({"name": params.get("name", ""), "kind": params.get("kind", "interfeedback"),

@@ -51,14 +51,14 @@ def test_api_field(api_client, admin_user, django_capture_on_commit_callbacks):
     assert bad.status_code == 400 and "allow_repeat_tasks" in bad.json(), bad.json()
 
 
-def test_form_checkbox(client, admin_user, django_capture_on_commit_callbacks):
+def test_form_choice(client, admin_user, django_capture_on_commit_callbacks):
     client.force_login(admin_user)
     assert b'name="allow_repeat_tasks"' in client.get("/imports/new/").content
 
     with django_capture_on_commit_callbacks(execute=False):
         response = client.post("/imports/new/", {
             "file": SimpleUploadedFile("t.jsonl", jsonl_bytes([task("a")])), "name": "page-batch",
-            "kind": "interfeedback", "allow_repeat_tasks": "on",
+            "kind": "interfeedback", "allow_repeat_tasks": "yes",
         })
 
     assert response.status_code == 302
