@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from celery import current_app
-from django.db.models import Count, F, Q, Sum, Value
+from django.db.models import Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Least, TruncHour
 from django.utils import timezone
 
@@ -26,6 +26,7 @@ from annotate.models import (
     WorkItem,
 )
 from annotate.queue.capacity import batch_capacity
+from annotate.queue.items import CONVERSATION_KINDS
 from annotate.watch.pace import completions_per_working_hour
 
 HOURS_SHOWN = 24  # sessions per hour and the progress plot cover the last day
@@ -121,6 +122,34 @@ def _progress(rows: Iterable[SlotRow], key: str, order: list[str] | None = None)
     return sorted(out, key=lambda r: (rank.get(r["name"], len(rank)), r["name"]))
 
 
+def _models_named(models: object, extra: object) -> str:
+    """The models a preference item compares, as one name: its record's ``models`` list (kept in the metadata, or
+    among the extra fields by an older import) in name order, whatever order the responses came in; "" when the
+    record names none."""
+    named = models if models is not None else extra
+    return " · ".join(sorted(str(name) for name in named)) if isinstance(named, list) else ""
+
+
+def _conversation_progress(batch: Batch, items: QuerySet[WorkItem],
+                           slots: dict[str, Any]) -> tuple[list[Slots], list[Slots]]:
+    """A FIRE or preference batch's rows: by model, the set of models an item compares (preference items whose
+    records name them; none for FIRE, whose items compare no models), and by category, the records' source. Each
+    item is in one row of each table, so the rows add up to the batch's totals. Two grouped queries."""
+    by_model: list[Slots] = []
+    if batch.kind == Batch.Kind.PREFERENCE:
+        merged: dict[str, dict[str, int]] = defaultdict(lambda: {"needed": 0, "done": 0, "active": 0})
+        rows: Iterable[SlotRow] = items.values("conversation__metadata__models",
+                                               "conversation__metadata__extra__models").annotate(**slots).order_by()
+        for row in rows:
+            name = _models_named(row["conversation__metadata__models"], row["conversation__metadata__extra__models"])
+            for key in ("needed", "done", "active"):
+                merged[name][key] += row[key] or 0
+        by_model = _progress([{**counts, "name": name} for name, counts in merged.items()], "name")
+    by_category = _progress(items.values(name=F("conversation__source")).annotate(**slots).order_by(), "name",
+                            batch.category_order)
+    return by_model, by_category
+
+
 def _totals(parts: list[Slots]) -> dict[str, int]:
     return {key: sum(p[key] for p in parts) for key in ("needed", "done", "in_progress", "left")}
 
@@ -151,11 +180,14 @@ def batch_dashboard(batch: Batch, *, now: datetime | None = None) -> Dashboard:
     slots = {"needed": Count("id") * overlap, "done": Sum(Least(F("completed_count"), Value(overlap))),
              "active": Sum("active_count")}
     items = WorkItem.objects.filter(batch=batch)
-    per_model = items.filter(model_config__isnull=False).values(
-        display=F("model_config__display_name"), slug=F("model_config__name")).annotate(**slots)
-    by_model = _progress([{**row, "name": row["display"] or row["slug"]} for row in per_model], "name")
-    by_category = _progress(items.filter(task__isnull=False).values(name=F("task__category")).annotate(**slots),
-                            "name", batch.category_order)
+    if batch.kind in CONVERSATION_KINDS:
+        by_model, by_category = _conversation_progress(batch, items, slots)
+    else:
+        per_model = items.filter(model_config__isnull=False).values(
+            display=F("model_config__display_name"), slug=F("model_config__name")).annotate(**slots)
+        by_model = _progress([{**row, "name": row["display"] or row["slug"]} for row in per_model], "name")
+        by_category = _progress(items.filter(task__isnull=False).values(name=F("task__category")).annotate(**slots),
+                                "name", batch.category_order)
     totals = _totals(_progress([{**items.aggregate(**slots), "name": ""}], "name"))
 
     assignments = Assignment.objects.filter(work_item__batch=batch)
