@@ -1,6 +1,7 @@
 """A bench run's worker SIGKILLed mid-run (real worker, real Redis): resume on a new worker finishes the run from
 what is stored, with nothing redone or doubled, and the table equals the uninterrupted run's."""
 
+import os
 import time
 
 import pytest
@@ -13,8 +14,10 @@ from tests.annotate.bench.test_bench_engine import EXPECTED, bench_batch  # noqa
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-# A queue of this test's own: the suite's shared worker (which consumes "bench") must not take the lane.
-QUEUE = "bench.faults"
+# A queue of this test's own: the suite's shared worker (which consumes "bench") must not take the lane, and a name
+# of this run's own: a lane message left in Redis by an interrupted earlier run (its run id is this run's too, the
+# test database being made afresh) must not be taken by this run's worker.
+QUEUE = f"bench.faults.{os.getpid()}"
 ENV = {"BENCH_LANE_LEASE_SECONDS": "3", "BENCH_QUEUE": QUEUE}
 
 
