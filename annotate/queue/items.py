@@ -113,6 +113,15 @@ def not_yet_taken_by(items: QuerySet[WorkItem], annotator_id: int, avoid: Q | No
     return items.order_by(F("pinned_to").asc(nulls_last=True), "-completed_count", "id")
 
 
+# The serving order above, for items of several batches compared in Python (each batch's first item).
+SERVING_ORDER_FIELDS = ("pinned_to", "completed_count", "id")
+
+
+def serving_rank(pinned_to: int | None, completed_count: int, item_id: int) -> tuple[bool, int, int]:
+    """Sorts as `not_yet_taken_by` orders: pinned items first, then the pairs closest to K, then the batch order."""
+    return pinned_to is None, -completed_count, item_id
+
+
 # A task served again in a batch that allows repeats must not be under way for the annotator, nor one whose answer
 # they have seen: revealed before the last round, or a manual task's reference (shown for judging from round 0).
 _ANSWER_SEEN_OR_UNDER_WAY = (

@@ -29,12 +29,14 @@ from annotate.queue.gold import gold_preference
 from annotate.queue.items import (
     CONVERSATION_KINDS,
     QUEUED_KINDS,
+    SERVING_ORDER_FIELDS,
     batch_items,
     batch_open_to,
     batches_serving,
     may_be_served,
     not_yet_taken_by,
     open_batches_for,
+    serving_rank,
 )
 from annotate.queue.order import model_cycle, model_for, serving_order
 from annotate.sessions.services import session_start
@@ -132,10 +134,8 @@ def _next_in_turn(annotator: User, batch: Batch | None) -> Assignment | None:
                 # one case that costs a second walk, at the end of a batch).
                 if assignment is not None or batch_items(batch, annotator.pk, last_task_id=latest.task_id).exists():
                     return assignment
-        batch = _first_open_batch(annotator, latest)
-        if batch is None or not batch_open_to(annotator, batch):
-            return None
-        return _reserve(annotator, batch, latest, has_pinned)
+        batch = _first_open_batch(annotator, latest)  # of the batches open to them: no second check
+        return None if batch is None else _reserve(annotator, batch, latest, has_pinned)
 
 
 def _first_open_batch(annotator: User, latest: _Latest | None) -> Batch | None:
@@ -145,11 +145,9 @@ def _first_open_batch(annotator: User, latest: _Latest | None) -> Batch | None:
     last_task_id = latest.task_id if latest else None
     firsts = []
     for batch in open_batches_for(annotator):
-        first = batch_items(batch, annotator.pk, last_task_id=last_task_id).values_list(
-            "pinned_to", "completed_count", "id").first()
+        first = batch_items(batch, annotator.pk, last_task_id=last_task_id).values_list(*SERVING_ORDER_FIELDS).first()
         if first is not None:
-            pinned_to, completed_count, item_id = first
-            firsts.append(((pinned_to is None, -completed_count, item_id), batch))
+            firsts.append((serving_rank(*first), batch))
     return min(firsts, key=lambda first: first[0])[1] if firsts else None
 
 
