@@ -133,6 +133,30 @@ def wait_worker_settled(timeout=30):
                 "the worker was still busy with this test's rounds or sessions")
 
 
+def wait_database_quiet(quiet_for=0.15, timeout=10.0) -> None:
+    """Wait until no other connection to the test database is inside a statement or a transaction (a live server's
+    request, a worker's task): the flush after a transactional test takes every table's lock, and one of them half
+    way through its transaction deadlocks it. Quiet means quiet for ``quiet_for`` seconds in a row, so a request the
+    browser sent just before (a keepalive on leaving a page) is seen arriving. Gives up after ``timeout``: the flush
+    then says what blocked it."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    now = time.monotonic()
+    deadline, quiet_since = now + timeout, now
+    with connection.cursor() as cursor:
+        while (now := time.monotonic()) < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')")
+            if cursor.fetchone()[0]:
+                quiet_since = now
+            elif now - quiet_since >= quiet_for:
+                return
+            time.sleep(0.05)
+
+
 def wait_counted(session, timeout=30):
     """The worker counts a completed session for the reports; let it finish before the test's data is flushed."""
     from evaluation.models import CountedSession  # imported late: Django must be set up first

@@ -27,10 +27,11 @@ def _worker_settles_before_flush(request, transactional_db):
     """Set up after the database, so torn down before its flush: a test that ends while the worker still
     generates a round (or counts a session) waits for it instead of deadlocking with the flush."""
     yield
-    if "celery_worker_process" in request.fixturenames:
-        from tests.stack import wait_worker_settled
+    from tests.stack import wait_database_quiet, wait_worker_settled
 
+    if "celery_worker_process" in request.fixturenames:
         wait_worker_settled()
+    wait_database_quiet()
 
 
 @pytest.fixture
@@ -44,8 +45,21 @@ def page(browser):
     page.on("console", lambda message: violations.append(message.text)
             if "Content Security Policy" in message.text or "Refused to" in message.text else None)
     yield page
+    _leave(page)
     context.close()
     assert not violations, f"CSP violations: {violations}"
+
+
+def _leave(page) -> None:
+    """Leave the page as a person would, while the live server still runs: what leaving sends (a FIRE page posts its
+    unsaved draft with `keepalive` on pagehide, which Playwright does not report) reaches the server now, and the
+    flush after the test waits for it (`wait_database_quiet`) instead of deadlocking with it (seen in CI)."""
+    if page.is_closed():
+        return
+    try:
+        page.goto("about:blank")
+    except Exception:  # a page that cannot navigate any more sends nothing either
+        return
 
 
 def login(page, base_url: str, username: str, password: str = "pw-for-tests") -> None:
