@@ -31,6 +31,7 @@ FIELD_KINDS = {
 
 
 KEEP_YES_NO = {"": None, "yes": True, "no": False}  # a per-batch on/off setting: keep it, switch it on, or off
+_CHOICE_OF = {value: choice for choice, value in KEEP_YES_NO.items()}  # a job's saved True/False back to the form's
 ON_OFF = ("allow_repeat_tasks", "open_to_all_annotators", "skips_count_toward_share")
 
 
@@ -158,7 +159,7 @@ def initial_from_job(job: Job) -> dict:
         initial["researchers"] = researchers
     for key in ON_OFF:
         if key in initial:
-            initial[key] = {True: "yes", False: "no"}.get(initial[key], "")
+            initial[key] = _CHOICE_OF.get(initial[key], "")
     if isinstance(initial.get("prompt_templates"), dict):
         initial["prompt_templates"] = json.dumps(initial["prompt_templates"])
     initial.update({"name": params.get("name", ""), "kind": params.get("kind", "interfeedback"),

@@ -137,12 +137,12 @@ def _conversation_progress(batch: Batch, items: QuerySet[WorkItem],
     item is in one row of each table, so the rows add up to the batch's totals. Two grouped queries."""
     by_model: list[Slots] = []
     if batch.kind == Batch.Kind.PREFERENCE:
-        merged: dict[str, dict[str, int]] = defaultdict(lambda: {"needed": 0, "done": 0, "active": 0})
+        merged: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(slots, 0))
         rows: Iterable[SlotRow] = items.values("conversation__metadata__models",
                                                "conversation__metadata__extra__models").annotate(**slots).order_by()
         for row in rows:
             name = _models_named(row["conversation__metadata__models"], row["conversation__metadata__extra__models"])
-            for key in ("needed", "done", "active"):
+            for key in slots:
                 merged[name][key] += row[key] or 0
         by_model = _progress([{**counts, "name": name} for name, counts in merged.items()], "name")
     by_category = _progress(items.values(name=F("conversation__source")).annotate(**slots).order_by(), "name",

@@ -1,5 +1,6 @@
 """Playwright driving Debian's chromium (never a downloaded browser) against real servers."""
 
+import contextlib
 import re
 
 import pytest
@@ -54,12 +55,9 @@ def _leave(page) -> None:
     """Leave the page as a person would, while the live server still runs: what leaving sends (a FIRE page posts its
     unsaved draft with `keepalive` on pagehide, which Playwright does not report) reaches the server now, and the
     flush after the test waits for it (`wait_database_quiet`) instead of deadlocking with it (seen in CI)."""
-    if page.is_closed():
-        return
-    try:
-        page.goto("about:blank")
-    except Exception:  # a page that cannot navigate any more sends nothing either
-        return
+    if not page.is_closed():
+        with contextlib.suppress(Exception):  # a page that cannot navigate any more sends nothing either
+            page.goto("about:blank")
 
 
 def login(page, base_url: str, username: str, password: str = "pw-for-tests") -> None:
