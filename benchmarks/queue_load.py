@@ -10,6 +10,7 @@ Usage:
   ... --pool 8          connections per web process in Django's PostgreSQL pool (0: one per request)
   ... --reuse           reuse the data a --keep run left (skips the ~1 min setup)
   ... --clients N       client processes for the annotators (default: one per 250)
+  ... --server split    HTTP on gunicorn (--http-workers sync processes), WebSockets on uvicorn (--web-workers)
   ... --probe           sample each web process: pool waits, event-loop lag, asgiref's shared thread, channel layer
 
 What it does:
@@ -91,8 +92,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--pool", type=int, default=8,
                         help="DB_POOL_MAX_SIZE of the web processes: Django's PostgreSQL connection pool, this many "
                              "connections per process (0: a new connection per request)")
-    parser.add_argument("--server", choices=["uvicorn", "daphne"], default="uvicorn",
-                        help="the ASGI server (daphne runs one process)")
+    parser.add_argument("--server", choices=["uvicorn", "daphne", "split"], default="uvicorn",
+                        help="the ASGI server (daphne runs one process); split: gunicorn (WSGI) for HTTP and uvicorn "
+                             "(--web-workers) for the WebSockets, as docs/operations/deployment.md describes")
+    parser.add_argument("--http-workers", type=int, default=3, help="--server split: gunicorn's sync processes")
     parser.add_argument("--phase", choices=["both", "single", "many"], default="both")
     parser.add_argument("--explain", action="store_true", help="print the plan of the next-item query at the end")
     parser.add_argument("--clients", type=int, default=0,
@@ -246,7 +249,7 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
     logs = var_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    if args.server == "uvicorn":
+    if args.server in ("uvicorn", "split"):
         app = "benchmarks.probe_asgi:application" if getattr(args, "probe", False) else "annotate.config.asgi:application"
         web = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port",
                str(port), "--workers", str(args.web_workers), "--no-access-log", "--log-level", "warning",
@@ -261,20 +264,38 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
                               stdout=(logs / "web.log").open("wb"), stderr=subprocess.STDOUT, start_new_session=True),
              start_worker(env, logs, args.celery_concurrency)]
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    ws_base = f"ws://127.0.0.1:{port}"
+    if args.server == "split":
+        http_port = free_port()
+        # As deployed (docs/operations/deployment.md): gunicorn's sync processes with annotate/config/gunicorn.py,
+        # each with one persistent connection.
+        http = [sys.executable, "-m", "gunicorn", "-c", "python:annotate.config.gunicorn", "--log-level", "warning"]
+        http_env = {**env, "WEB_HTTP_BIND": f"127.0.0.1:{http_port}", "WEB_HTTP_PROCESSES": str(args.http_workers),
+                    "DB_POOL_MAX_SIZE": "0", "DB_CONN_MAX_AGE": "600"}
+        procs.append(subprocess.Popen(http, cwd=ROOT, env=http_env,
+                                      stdout=(logs / "http.log").open("wb"), stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+        base = f"http://127.0.0.1:{http_port}"
+        described = f"gunicorn (WSGI, sync) {args.http_workers} processes for HTTP + {described} for WebSockets"
+    for url in dict.fromkeys([base, ws_base.replace("ws://", "http://", 1)]):  # both servers of a split
+        if not serving(url):
+            stop(procs)
+            sys.exit(f"the web server did not start; see {logs}")
+    pool = f"a connection pool of {args.pool} per process" if args.pool else "a new DB connection per request"
+    return procs, base, ws_base, f"{described} with {pool}; celery worker -c {args.celery_concurrency}"
+
+
+def serving(base: str, seconds: float = 60) -> bool:
+    """Whether the server at ``base`` answers its login page within ``seconds``."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(base + "/login/", timeout=2) as response:
                 if response.status == 200:
-                    break
+                    return True
         except OSError:
             time.sleep(0.2)
-    else:
-        stop(procs)
-        sys.exit(f"the web server did not start; see {logs}")
-    pool = f"a connection pool of {args.pool} per process" if args.pool else "a new DB connection per request"
-    return procs, base, f"ws://127.0.0.1:{port}", (f"{described} with {pool}; celery worker -c "
-                                                   f"{args.celery_concurrency}")
+    return False
 
 
 def start_worker(env: dict, logs: Path, concurrency: int, log_mode: str = "wb") -> subprocess.Popen:
@@ -309,7 +330,7 @@ def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
         parent[int(pid)], used[int(pid)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
         name[int(pid)] = comm.partition("(")[2]
 
-    roots = {os.getpid(): "client", **{proc.pid: role for proc, role in zip(procs, ("web", "worker"), strict=False)}}
+    roots = {os.getpid(): "client", **{proc.pid: role for proc, role in zip(procs, ("web", "worker", "web"), strict=False)}}
 
     def root_of(pid: int) -> str | None:
         while pid > 1:

@@ -16,10 +16,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.urls import get_resolver, path, re_path  # noqa: E402
+from django.urls import path, re_path  # noqa: E402
 
-from annotate.config.celery import app as celery_app  # noqa: E402
-from annotate.server.heap import freeze_startup_heap  # noqa: E402
+from annotate.config.startup import load_before_serving  # noqa: E402
 from annotate.server.proxies import ForwardedHeaders  # noqa: E402
 from annotate.server.timing import ServerTimingMiddleware  # noqa: E402
 from annotate.server.ws_limits import WebSocketsPerUser  # noqa: E402
@@ -41,10 +40,4 @@ application = ForwardedHeaders(ProtocolTypeRouter(
     }
 ), settings.TRUSTED_PROXIES)
 
-# Load now what the first request of each process used to load, so that it is frozen with the rest: every view and
-# the URL reverse map (~70 ms of CPU), the Celery task registry and the broker's transport (~90 ms).
-get_resolver().reverse("api-next")
-celery_app.finalize()
-with celery_app.connection_for_write() as broker:
-    broker.transport  # noqa: B018  (imports the transport; connects only when used)
-freeze_startup_heap()
+load_before_serving()

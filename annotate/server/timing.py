@@ -1,4 +1,4 @@
-"""An ASGI wrapper that tells each HTTP response how long the app took: ``Server-Timing: app;dur=<ms>``.
+"""ASGI and WSGI wrappers that tell each HTTP response how long the app took: ``Server-Timing: app;dur=<ms>``.
 
 The time runs from the request reaching the app to the response's headers, so a client (the browser's devtools,
 the queue_load benchmark) can tell the server's share of a latency from the network's and its own.
@@ -25,3 +25,19 @@ class ServerTimingMiddleware:
             await send(message)
 
         return await self.app(scope, receive, timed_send)
+
+
+class WsgiServerTiming:
+    """The same header for the WSGI side of a split deployment (gunicorn serving HTTP)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        start = time.perf_counter()
+
+        def timed_start_response(status, headers, exc_info=None):
+            duration = f"app;dur={(time.perf_counter() - start) * 1000:.1f}"
+            return start_response(status, [*headers, ("Server-Timing", duration)], exc_info)
+
+        return self.app(environ, timed_start_response)

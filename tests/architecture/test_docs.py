@@ -89,6 +89,9 @@ def test_configuration_page_lists_every_environment_variable_the_settings_read()
     assert spec is not None and spec.origin is not None
     read = environment_variables_read(Path(spec.origin))
     assert {"SECRET_KEY", "DATABASE_URL", "DEBUG"} <= read  # the scan does find the settings' reads
+    gunicorn = environment_variables_read(Path(spec.origin).with_name("gunicorn.py"))  # the split deployment's
+    assert {"WEB_HTTP_BIND", "WEB_HTTP_PROCESSES"} <= gunicorn
+    read |= gunicorn
     page = (ROOT / "docs" / "operations" / "configuration.md").read_text()
     listed = set(re.findall(r"^\|[^|\n]*", page, flags=re.MULTILINE))
     documented = {name for row in listed for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row)}

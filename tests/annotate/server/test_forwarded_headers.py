@@ -1,6 +1,7 @@
 """A client chooses its own X-Forwarded-For: the app takes the address from it only when the connection comes from
 a proxy named in TRUSTED_PROXIES. The login lockout (one username from one address) is tested against the web
-server started the way docker/compose.yaml starts it, with spoofed addresses: 20 wrong passwords each claiming
+server started the way docker/compose.yaml starts it (uvicorn, ASGI) and the way a split deployment's HTTP side is
+started (gunicorn with annotate/config/gunicorn.py, WSGI), with spoofed addresses: 20 wrong passwords each claiming
 another address lock the account, and a right password from yet another claimed address is still refused."""
 
 from __future__ import annotations
@@ -32,14 +33,22 @@ def compose_web_command(port: int) -> list[str]:
     return [sys.executable, "-m", *command]
 
 
-@pytest.fixture
-def start_web(stack_logs, redis_url):
+def split_http_command(port: int) -> tuple[list[str], dict]:
+    """A split deployment's HTTP side (docs/operations/deployment.md), on a free local port with one process."""
+    return ([sys.executable, "-m", "gunicorn", "-c", "python:annotate.config.gunicorn"],
+            {"WEB_HTTP_BIND": f"127.0.0.1:{port}", "WEB_HTTP_PROCESSES": "1"})
+
+
+@pytest.fixture(params=["uvicorn", "gunicorn"])
+def start_web(request, stack_logs, redis_url):
     started = []
 
     def start(**env) -> str:
         port = stack.free_port()
-        log = stack_logs / f"web-forwarded-{port}.log"
-        process = subprocess.Popen(compose_web_command(port), cwd=stack.ROOT, env=stack.child_env(**env),
+        log = stack_logs / f"web-forwarded-{request.param}-{port}.log"
+        command, own_env = ((compose_web_command(port), {}) if request.param == "uvicorn"
+                            else split_http_command(port))
+        process = subprocess.Popen(command, cwd=stack.ROOT, env=stack.child_env(**own_env, **env),
                                    stdout=log.open("ab"), stderr=subprocess.STDOUT)
         started.append(process)
         url = f"http://127.0.0.1:{port}"
