@@ -5,6 +5,17 @@ from tests.factories import ModelConfigFactory, UserFactory
 from tests.runtime_fixtures import compile_on_cpu, release_backends, tiny_causal_path, tiny_llava_path  # noqa: F401
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing():
+    """Every test's passwords hashed cheaply (tests/fast_hashing.py); the hasher is not what the tests test."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    hashers = ["tests.fast_hashing.OneIterationPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
+    with override_settings(PASSWORD_HASHERS=hashers):  # its signal clears Django's cached hashers
+        yield
+
+
 @pytest.fixture
 def annotator(db):
     return UserFactory(username="alice", role=User.Role.ANNOTATOR)

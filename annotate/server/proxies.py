@@ -62,10 +62,16 @@ class TrustedProxies:
         """The right-most address that is not a trusted proxy (each proxy appends the address it was reached
         from, so what is left of it is the client's own claim); the left-most one if every entry is a proxy."""
         hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
-        for hop in reversed(hops):
-            if not self.trusts(hop):
-                return hop
-        return hops[0] if hops else None
+        client = next((hop for hop in reversed(hops) if not self.trusts(hop)), hops[0] if hops else None)
+        return client if client is not None and _is_address(client) else None  # not an address: nothing to believe
+
+
+def _is_address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 
 class ForwardedHeaders:

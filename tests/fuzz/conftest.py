@@ -4,11 +4,6 @@ from tests.fuzz import harness
 from tests.fuzz.world import build_world
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture(scope="session")
 def fuzz_schema(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():

@@ -17,12 +17,6 @@ def admin_user(db):
 
 
 @pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    # The personas' PBKDF2 hashing dominates these tests' setup; the hasher is not what they test.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
 def media_root(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     return settings.MEDIA_ROOT

@@ -49,6 +49,12 @@ def test_behind_two_trusted_proxies_the_client_is_the_first_untrusted_hop_from_t
     assert seen["REMOTE_ADDR"] == "203.0.113.7"
 
 
+def test_a_client_entry_that_is_not_an_address_is_not_believed():
+    seen = _seen_by_app({"REMOTE_ADDR": "172.30.0.10", "HTTP_X_FORWARDED_FOR": "203.0.113.7, unknown"},
+                        ("172.30.0.10",))
+    assert seen["REMOTE_ADDR"] == "172.30.0.10"  # what is left of the bad entry is the client's own claim
+
+
 def test_a_trusted_proxy_without_forwarded_headers_leaves_the_request_as_it_came():
     seen = _seen_by_app({"REMOTE_ADDR": "172.30.0.10", "HTTP_X_FORWARDED_PROTO": "gopher"}, ("172.30.0.10",))
     assert seen["REMOTE_ADDR"] == "172.30.0.10" and seen["wsgi.url_scheme"] == "http"
