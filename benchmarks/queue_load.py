@@ -239,6 +239,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# What each process start_processes returns is, in its order: the ASGI server, the worker, a split's gunicorn.
+PROCESS_ROLES = ("web", "worker", "web")
+
+
 def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Popen], str, str, str]:
     """The web server(s) and the worker; returns (processes, API base URL, WebSocket base URL, description)."""
     from django.conf import settings
@@ -330,7 +334,7 @@ def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
         parent[int(pid)], used[int(pid)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
         name[int(pid)] = comm.partition("(")[2]
 
-    roots = {os.getpid(): "client", **{proc.pid: role for proc, role in zip(procs, ("web", "worker", "web"), strict=False)}}
+    roots = {os.getpid(): "client", **{proc.pid: role for proc, role in zip(procs, PROCESS_ROLES, strict=False)}}
 
     def root_of(pid: int) -> str | None:
         while pid > 1:

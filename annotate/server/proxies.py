@@ -50,28 +50,22 @@ class TrustedProxies:
         self.networks = [ipaddress.ip_network(proxy, strict=False) for proxy in proxies]
 
     def trusts(self, host: str | None) -> bool:
-        if not host or not self.networks:
-            return False
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:  # a unix socket's peer: not one of the proxies named by address
-            return False
-        return any(address in network for network in self.networks)
+        address = _address(host)  # None for a unix socket's peer: not one of the proxies named by address
+        return address is not None and any(address in network for network in self.networks)
 
     def client_in(self, forwarded_for: str) -> str | None:
         """The right-most address that is not a trusted proxy (each proxy appends the address it was reached
         from, so what is left of it is the client's own claim); the left-most one if every entry is a proxy."""
         hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
         client = next((hop for hop in reversed(hops) if not self.trusts(hop)), hops[0] if hops else None)
-        return client if client is not None and _is_address(client) else None  # not an address: nothing to believe
+        return client if _address(client) is not None else None  # not an address: nothing to believe
 
 
-def _is_address(value: str) -> bool:
+def _address(value: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        ipaddress.ip_address(value)
+        return ipaddress.ip_address(value) if value else None
     except ValueError:
-        return False
-    return True
+        return None
 
 
 class ForwardedHeaders:

@@ -9,6 +9,11 @@ from __future__ import annotations
 import time
 
 
+def server_timing(start: float) -> str:
+    """The header's value for an app that started at ``start`` (``time.perf_counter()``)."""
+    return f"app;dur={(time.perf_counter() - start) * 1000:.1f}"
+
+
 class ServerTimingMiddleware:
     def __init__(self, app):
         self.app = app
@@ -20,8 +25,8 @@ class ServerTimingMiddleware:
 
         async def timed_send(message):
             if message["type"] == "http.response.start":
-                duration = f"app;dur={(time.perf_counter() - start) * 1000:.1f}".encode()
-                message = {**message, "headers": [*message.get("headers", []), (b"server-timing", duration)]}
+                timing = (b"server-timing", server_timing(start).encode())
+                message = {**message, "headers": [*message.get("headers", []), timing]}
             await send(message)
 
         return await self.app(scope, receive, timed_send)
@@ -37,7 +42,6 @@ class WsgiServerTiming:
         start = time.perf_counter()
 
         def timed_start_response(status, headers, exc_info=None):
-            duration = f"app;dur={(time.perf_counter() - start) * 1000:.1f}"
-            return start_response(status, [*headers, ("Server-Timing", duration)], exc_info)
+            return start_response(status, [*headers, ("Server-Timing", server_timing(start))], exc_info)
 
         return self.app(environ, timed_start_response)
