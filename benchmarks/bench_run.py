@@ -94,7 +94,7 @@ def worker_cpu(procs) -> dict[str, float]:
     # PostgreSQL is left out: the backends of lanes that ended are gone when it is read (it shows in the whole
     # machine's share, with the worker's pool children).
     return {"bench worker": seconds["web"], "Redis": seconds["Redis"], "this process": seconds["client"],
-            "whole machine": seconds["whole machine"]}
+            "whole machine": seconds["whole machine"], "stolen by the host": seconds["stolen by the host"]}
 
 
 @contextmanager

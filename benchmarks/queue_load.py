@@ -35,7 +35,8 @@ What it does:
   that did not advance within 30 s); the app's own share of next and submit (``Server-Timing``); in phase 2,
   next-item split into each annotator's first item (all 200 arrive within the ramp) and the later ones; items done
   per second; and the CPU each part of the system used (the web processes, the worker, this run's PostgreSQL
-  backends and Redis, the client processes, the whole machine).
+  backends and Redis, the client processes, the whole machine), with the time the host took from this virtual
+  machine's cores while they had work (steal: where it is high, the run measured the host's neighbours too).
 
 Latencies are measured by the client: HTTP, the server's queueing and the client's event loop. Everything shares
 this machine's CPUs, so other work shows in the figures: the load averages are printed before and after each phase.
@@ -318,10 +319,11 @@ def start_worker(env: dict, logs: Path, concurrency: int, log_mode: str = "wb") 
 def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
                 redis_pid: int | None = None) -> dict[str, float]:
     """CPU seconds used so far by each part sharing this machine (Linux /proc): the web processes, the worker,
-    PostgreSQL, Redis and this process (with any child of its own: "client"), and the whole machine. Exited
-    processes drop out, so compare two readings of one phase only. With ``database``, PostgreSQL is the backends
-    serving that database and the server's own background processes (not other databases' sessions: other work on
-    the machine); with ``redis_pid``, Redis is that server only."""
+    PostgreSQL, Redis and this process (with any child of its own: "client"), the whole machine, and the time the
+    host took from this virtual machine (steal). Exited processes drop out, so compare two readings of one phase
+    only. With ``database``, PostgreSQL is the backends serving that database and the server's own background
+    processes (not other databases' sessions: other work on the machine); with ``redis_pid``, Redis is that
+    server only."""
     tick = os.sysconf("SC_CLK_TCK")
     parent, used, name = {}, {}, {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -364,8 +366,11 @@ def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
     # Everything else too (the kernel's share of the loopback traffic, other processes): the parts above do not add
     # up to what the cores were busy with.
     with open("/proc/stat") as stat:
-        ticks = [int(value) for value in stat.readline().split()[1:]]
-    totals["whole machine"] = (sum(ticks) - ticks[3] - ticks[4]) / tick  # all but idle and iowait
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in stat.readline().split()[1:9])
+    totals["whole machine"] = (user + nice + system + irq + softirq) / tick
+    # Time the hypervisor gave this virtual machine's cores to others while they had work: on a shared host it
+    # slows every part above, whatever this run does.
+    totals["stolen by the host"] = steal / tick
     return totals
 
 
