@@ -270,6 +270,7 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
              start_worker(env, logs, args.celery_concurrency)]
     base = f"http://127.0.0.1:{port}"
     ws_base = f"ws://127.0.0.1:{port}"
+    servers = [base]  # each must answer before the run starts
     if args.server == "split":
         http_port = free_port()
         # As deployed (docs/operations/deployment.md): gunicorn's sync processes with annotate/config/gunicorn.py,
@@ -281,8 +282,9 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
                                       stdout=(logs / "http.log").open("wb"), stderr=subprocess.STDOUT,
                                       start_new_session=True))
         base = f"http://127.0.0.1:{http_port}"
+        servers.append(base)
         described = f"gunicorn (WSGI, sync) {args.http_workers} processes for HTTP + {described} for WebSockets"
-    for url in dict.fromkeys([base, ws_base.replace("ws://", "http://", 1)]):  # both servers of a split
+    for url in servers:
         if not serving(url):
             stop(procs)
             sys.exit(f"the web server did not start; see {logs}")

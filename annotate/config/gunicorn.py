@@ -16,4 +16,3 @@ backlog = 2048  # a thousand people arriving in the same minute wait in the kern
 # Forwarded headers are the app's to read, from TRUSTED_PROXIES only (annotate.server.proxies), as under uvicorn's
 # --no-proxy-headers: gunicorn itself trusts none.
 forwarded_allow_ips = ""
-accesslog = None

@@ -50,6 +50,8 @@ class TrustedProxies:
         self.networks = [ipaddress.ip_network(proxy, strict=False) for proxy in proxies]
 
     def trusts(self, host: str | None) -> bool:
+        if not self.networks:  # no proxy configured (the default): nothing to parse on each request
+            return False
         address = _address(host)  # None for a unix socket's peer: not one of the proxies named by address
         return address is not None and any(address in network for network in self.networks)
 
