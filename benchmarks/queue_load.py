@@ -10,7 +10,7 @@ Usage:
   ... --pool 8          connections per web process in Django's PostgreSQL pool (0: one per request)
   ... --reuse           reuse the data a --keep run left (skips the ~1 min setup)
   ... --clients N       client processes for the annotators (default: one per 250)
-  ... --server split    HTTP on gunicorn (--http-workers sync processes), WebSockets on uvicorn (--web-workers)
+  ... --server uvicorn  one ASGI server (--web-workers processes) for HTTP and WebSockets, the small deployment
   ... --probe           sample each web process: pool waits, event-loop lag, asgiref's shared thread, channel layer
 
 What it does:
@@ -18,8 +18,10 @@ What it does:
      ``--keep``; ``--in-place`` uses the given database), migrates it, and bulk-creates a batch of 100k tasks x 1
      simulated model (max_rounds = 1, overlap 1), its 100k work items, and 1 + 200 annotators with API tokens and
      login sessions.
-  2. Starts the ASGI app (uvicorn with ``--web-workers`` processes; daphne when uvicorn is not installed) and one
-     Celery worker (simulated model, no delay; at SCHED_IDLE priority, standing in for model servers on other
+  2. Starts the app as a crowd study is deployed (docs/operations/deployment.md#split-http-and-websockets):
+     pages and API from gunicorn's sync processes (``--http-workers``, 3), the WebSockets from uvicorn
+     (``--web-workers``, 1); ``--server uvicorn`` serves both from uvicorn (``--web-workers``, one per core, at
+     least 2), ``--server daphne`` from one daphne process. With them one Celery worker (simulated model, no delay; at SCHED_IDLE priority, standing in for model servers on other
      machines) on an embedded Redis, as in production: a submit saves the round and dispatches the model call on
      commit; the worker answers, streams over the channel layer and completes the session.
   3. Phase 1, one annotator, no pauses: POST /api/next/ (reserves a new pair: the session starts and round 0 is
@@ -88,14 +90,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--wait", choices=["ws", "poll"], default="ws",
                         help="how a client waits for the model: the session's WebSocket (as the page does) or "
                              "GET /api/sessions/<id>/ every 1.5 s (the page's fallback)")
-    parser.add_argument("--web-workers", type=int, default=max(2, os.cpu_count() or 2), help="ASGI processes")
+    parser.add_argument("--web-workers", type=int, default=None,
+                        help="ASGI processes (default: 1 with --server split, else one per core, at least 2)")
     parser.add_argument("--celery-concurrency", type=int, default=2)
     parser.add_argument("--pool", type=int, default=8,
                         help="DB_POOL_MAX_SIZE of the web processes: Django's PostgreSQL connection pool, this many "
                              "connections per process (0: a new connection per request)")
-    parser.add_argument("--server", choices=["uvicorn", "daphne", "split"], default="uvicorn",
-                        help="the ASGI server (daphne runs one process); split: gunicorn (WSGI) for HTTP and uvicorn "
-                             "(--web-workers) for the WebSockets, as docs/operations/deployment.md describes")
+    parser.add_argument("--server", choices=["split", "uvicorn", "daphne"], default="split",
+                        help="split (a crowd study's deployment, docs/operations/deployment.md): gunicorn (WSGI) for "
+                             "HTTP and uvicorn (--web-workers) for the WebSockets; uvicorn or daphne (one process): "
+                             "one ASGI server for both")
     parser.add_argument("--http-workers", type=int, default=3, help="--server split: gunicorn's sync processes")
     parser.add_argument("--phase", choices=["both", "single", "many"], default="both")
     parser.add_argument("--explain", action="store_true", help="print the plan of the next-item query at the end")
@@ -104,7 +108,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--probe", action="store_true",
                         help="sample each web process (benchmarks/probe_asgi.py): connection pool waits, event-loop "
                              "lag, asgiref's shared thread, the channel layer's round trip")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.web_workers is None:  # the split's one ASGI process carries only the sockets
+        args.web_workers = 1 if args.server == "split" else max(2, os.cpu_count() or 2)
+    return args
 
 
 # --- database and data ---------------------------------------------------------------------------------------------
