@@ -266,7 +266,7 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
         web = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port",
                str(port), "--workers", str(args.web_workers), "--no-access-log", "--log-level", "warning",
                "--lifespan", "off"]
-        described = f"uvicorn (ASGI), {args.web_workers} worker processes"
+        described = f"uvicorn (ASGI), {args.web_workers} worker process{'es' if args.web_workers != 1 else ''}"
     else:
         web = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "annotate.config.asgi:application"]
         described = "daphne (ASGI), 1 process"
