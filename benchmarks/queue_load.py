@@ -21,9 +21,10 @@ What it does:
   2. Starts the app as a crowd study is deployed (docs/operations/deployment.md#split-http-and-websockets):
      pages and API from gunicorn's sync processes (``--http-workers``, 3), the WebSockets from uvicorn
      (``--web-workers``, 1); ``--server uvicorn`` serves both from uvicorn (``--web-workers``, one per core, at
-     least 2), ``--server daphne`` from one daphne process. With them one Celery worker (simulated model, no delay; at SCHED_IDLE priority, standing in for model servers on other
-     machines) on an embedded Redis, as in production: a submit saves the round and dispatches the model call on
-     commit; the worker answers, streams over the channel layer and completes the session.
+     least 2), ``--server daphne`` from one daphne process. With them one Celery worker (simulated model, no
+     delay; at SCHED_IDLE priority, standing in for model servers on other machines) on an embedded Redis, as in
+     production: a submit saves the round and dispatches the model call on commit; the worker answers, streams
+     over the channel layer and completes the session.
   3. Phase 1, one annotator, no pauses: POST /api/next/ (reserves a new pair: the session starts and round 0 is
      queued), wait for the model's answer on the session's WebSocket (as the page does; ``--wait poll`` polls
      GET /api/sessions/<id>/ instead), POST /api/sessions/<id>/feedback/ (the submit), wait until the session
