@@ -10,7 +10,7 @@ One JSON document, the same on the study page, in the API, in the ``study`` comm
 | screening | questions with a known answer and an explanation (annotate.crowd.questions) |
 | screening_pass_mark | questions to get right (each has two tries); default: all of them |
 | screened_out_code | the code shown to a participant screened out |
-| attention_rate | the share of gold items (attention checks) served to each person: the batch's gold rate |
+| attention_rate | the share of each person's items that are attention checks (gold items): the batch's gold rate |
 | max_attention_failures | failed attention checks that end a participation (null: never) |
 | pre_survey, post_survey | the questionnaires before the first item and after the last |
 | time_limit_minutes | from joining; past it the participation ends and held items are freed (null: none) |
@@ -29,10 +29,12 @@ from django.db.models import Max
 from annotate.crowd.questions import screening_clean, survey_clean
 from annotate.errors import InvalidFields
 from annotate.models import Batch, ConsentText, CrowdStudy, User
+from annotate.queue.gold import batch_check_supply
 
 STUDY_KEYS = ("consent", "no_consent_code", "screening", "screening_pass_mark", "screened_out_code",
               "attention_rate", "max_attention_failures", "pre_survey", "post_survey", "time_limit_minutes",
               "bonus_rule", "bonus_amount")
+READ_ONLY_KEYS = ("consent_version", "attention_checks")  # in the document, never changed through it
 CODE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{0,64}$")
 MAX_CONSENT_CHARS = 50_000
 MAX_BONUS = Decimal("10000")
@@ -93,7 +95,7 @@ def study_settings_clean(raw: Any, *, name: str = "study") -> tuple[dict[str, An
     if not isinstance(raw, dict):
         return {}, [(name, "expected an object of study settings")]
     clean: dict[str, Any] = {}
-    for key in sorted(set(raw) - set(STUDY_KEYS) - {"consent_version"}):  # the version is read only: given back
+    for key in sorted(set(raw) - set(STUDY_KEYS) - set(READ_ONLY_KEYS)):  # read only: may be given back
         problems.append((f"{name}.{key}", f"unknown study setting; known: {', '.join(STUDY_KEYS)}"))
     if "consent" in raw:
         text = raw["consent"] or ""
@@ -187,7 +189,8 @@ def study_update(*, batch: Batch, settings: Any, by: User | None = None) -> Crow
 
 
 def study_document(batch: Batch, study: CrowdStudy | None = None) -> dict[str, Any]:
-    """The settings as one JSON document (what study_update takes), with the consent's version."""
+    """The settings as one JSON document (what study_update takes), with the consent's version and whether the
+    gold items and the attention rate give every participant their planned checks (both read only)."""
     study = study or study_of(batch)
     return {"consent": _current_consent(batch, study), "consent_version": study.consent_version or None,
             "no_consent_code": study.no_consent_code, "screening": study.screening,
@@ -195,4 +198,4 @@ def study_document(batch: Batch, study: CrowdStudy | None = None) -> dict[str, A
             "attention_rate": batch.gold_rate, "max_attention_failures": study.max_attention_failures,
             "pre_survey": study.pre_survey, "post_survey": study.post_survey,
             "time_limit_minutes": study.time_limit_minutes, "bonus_rule": study.bonus_rule,
-            "bonus_amount": str(study.bonus_amount)}
+            "bonus_amount": str(study.bonus_amount), "attention_checks": batch_check_supply(batch).as_dict()}

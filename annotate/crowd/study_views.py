@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext, gettext_lazy
 from drf_spectacular.types import OpenApiTypes
@@ -15,10 +16,12 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotate.crowd.attention import GOLD_CHECK_TYPES
 from annotate.crowd.study import study_document, study_of, study_update
 from annotate.errors import InvalidFields
 from annotate.models import CrowdStudy, Task
 from annotate.people.access import batch_for_researcher, researcher_required
+from annotate.queue.gold import batch_check_supply
 from annotate.server.api_schema import errors
 
 JSON_FIELDS = ("screening", "pre_survey", "post_survey")
@@ -34,7 +37,7 @@ class StudyForm(forms.Form):
     screening_pass_mark = forms.CharField(label=gettext_lazy("Screening questions to get right (empty: all)"),
                                           required=False)
     screened_out_code = forms.CharField(label=gettext_lazy("Code for participants screened out"), required=False)
-    attention_rate = forms.CharField(label=gettext_lazy("Attention checks: share of gold items served (0 to 1)"))
+    attention_rate = forms.CharField(label=gettext_lazy("Attention checks: share of each person's items (0 to 1)"))
     max_attention_failures = forms.CharField(
         label=gettext_lazy("Failed attention checks that end a participation (empty: never)"), required=False)
     pre_survey = forms.CharField(label=gettext_lazy("Questionnaire before the first item"), required=False,
@@ -100,10 +103,12 @@ def study_page(request, batch_id: int):
     else:
         form = StudyForm(initial=_initial(study_document(batch)))
     gold = Task.objects.filter(batch=batch, is_gold=True)
+    scored = (Q(answer_type=Task.AnswerType.MANUAL, metadata__gold_check_type__in=GOLD_CHECK_TYPES)
+              | (~Q(answer_type=Task.AnswerType.MANUAL) & Q(metadata__has_key="gold_feedback_terms")))
     return render(request, "annotate/crowd/study.html", {
         "batch": batch, "form": form, "study": study_of(batch), "gold_tasks": gold.count(),
-        "scored_gold_tasks": gold.filter(answer_type=Task.AnswerType.MANUAL,
-                                         metadata__gold_check_type__in=["choice", "number", "text"]).count(),
+        "scored_gold_tasks": gold.filter(scored).count(), "supply": batch_check_supply(batch),
+        "share": batch.items_per_participant,
     }, status=status)
 
 

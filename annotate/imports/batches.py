@@ -24,6 +24,7 @@ from annotate.crowd.study import study_apply, study_document, study_settings_cle
 from annotate.errors import ApplicationError
 from annotate.importkit.common import ImportContext, ImportReport, Progress, gc_paused
 from annotate.imports.category_order import batch_categories, category_order_clean, category_order_resolve
+from annotate.imports.gold_checks import gold_items_check
 from annotate.imports.registry import IMPORTERS
 from annotate.models import Assignment, Batch, ModelConfig, Task, TaskImage, User
 from annotate.queue.capacity import annotator_pool, capacity_planned
@@ -296,6 +297,8 @@ def batch_import(*, path, name: str, kind: str, dry_run: bool = False, update: b
                                 existing, report)
         _category_order_plan(importer, plan, clean, existing, report)
         _seed_check(clean, existing, report)
+        if importer.batch_kind == Batch.Kind.INTERFEEDBACK:
+            gold_items_check(getattr(plan, "records", ()), clean, existing, report)
     if plan is None and report.ok:
         report.add(None, None, "the file could not be read")
     if not report.ok:

@@ -287,6 +287,9 @@ class WorkItem(models.Model):
     pinned_to = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="pinned_items"
     )
+    # An attention check: the pair of a gold task. Served only where a person's check plan puts one, to any number
+    # of people (never twice to one), outside the overlap; kept on the item so the queue's walks need no join.
+    is_check = models.BooleanField(default=False)
 
     class Meta:
         constraints = [
@@ -304,6 +307,8 @@ class WorkItem(models.Model):
             models.Index(fields=["batch", "completed_count", "active_count"], name="work_item_open"),
             # The next-item query walks this in its ORDER BY and stops at the first free row (no sort of the batch).
             models.Index(fields=["batch", "pinned_to", "-completed_count", "id"], name="work_item_queue"),
+            # A batch's attention checks, few among many items: found without walking the ordinary ones.
+            models.Index(fields=["batch", "id"], condition=Q(is_check=True), name="work_item_checks"),
         ]
 
 

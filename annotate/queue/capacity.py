@@ -98,7 +98,7 @@ def batch_capacity(batch: Batch) -> Capacity | None:
     if not planned.short:
         # Nobody who may work on it had a unit more than once, and every one of them who had it holds a slot of it
         # or gave it up (a skip, a lease that ran out): with that many spare people no unit can fall short.
-        given_up = Assignment.objects.filter(work_item__batch=batch, status__in=[
+        given_up = Assignment.objects.filter(work_item__batch=batch, work_item__is_check=False, status__in=[
             Assignment.Status.SKIPPED, Assignment.Status.EXPIRED]).count()
         if planned.annotators >= planned.people_per_unit + given_up:
             return planned
@@ -109,7 +109,7 @@ def batch_capacity(batch: Batch) -> Capacity | None:
 def _shortfall(batch: Batch, annotators: int) -> tuple[int, int]:
     """(more people needed, slots nobody there can be served), unit by unit (two grouped queries)."""
     open_slots = Greatest(Value(batch.overlap) - F("completed_count") - F("active_count"), Value(0))
-    items = WorkItem.objects.filter(batch=batch)
+    items = WorkItem.objects.filter(batch=batch, is_check=False)  # checks are outside the overlap
     pool = annotator_pool(batch).values("pk")
     by_task = batch.kind == Batch.Kind.INTERFEEDBACK and not batch.allow_repeat_tasks
     seen: Iterable[tuple[int, int]]  # (unit: a task or an item, people who had it)

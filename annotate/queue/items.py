@@ -78,6 +78,7 @@ def open_items(annotator: User, *, last_task_id: int | None = None) -> QuerySet[
         batch__kind__in=QUEUED_KINDS,
         batch__budget_reached=False,
         completed_count__lt=F("batch__overlap") - F("active_count"),
+        is_check=False,
     ).filter(batches_serving(annotator))
     avoid = None
     if last_task_id is not None:  # not the same task twice in a row, where its batch says so
@@ -89,7 +90,7 @@ def batch_items(batch: Batch, annotator_id: int, *, last_task_id: int | None = N
     """A batch's open items for an annotator (the batch is open to them: see `batch_open_to`). Its settings go
     into the query as values (no join; the index range skips the items that already have K completed sessions)."""
     overlap = batch.overlap
-    items = WorkItem.objects.filter(batch_id=batch.pk, completed_count__lt=overlap).filter(
+    items = WorkItem.objects.filter(batch_id=batch.pk, completed_count__lt=overlap, is_check=False).filter(
         completed_count__lt=Value(overlap) - F("active_count")
     )
     avoid = None
@@ -97,6 +98,15 @@ def batch_items(batch: Batch, annotator_id: int, *, last_task_id: int | None = N
     if last_task_id is not None and batch.allow_repeat_tasks and not batch.allow_same_task_back_to_back:
         avoid = Q(task_id=last_task_id)
     return not_yet_taken_by(items, annotator_id, avoid, repeats=batch.allow_repeat_tasks)
+
+
+def check_items(batch: Batch, annotator_id: int) -> QuerySet[WorkItem]:
+    """The batch's attention checks the annotator may still meet: any check whose task they never had (whatever
+    the batch says of repeats: a check seen once is known), however many others met it (checks are outside the
+    overlap), in the batch's order. Walks the ``work_item_checks`` index."""
+    seen = Session.objects.filter(annotator_id=annotator_id, task_id=OuterRef("task_id"))
+    return (WorkItem.objects.filter(batch_id=batch.pk, is_check=True, pinned_to__isnull=True)
+            .exclude(Exists(seen)).order_by("id"))
 
 
 def not_yet_taken_by(items: QuerySet[WorkItem], annotator_id: int, avoid: Q | None, *,

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Exists, F, Q
+from django.db.models import Exists, F, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotate.assignments import assignment_renew, assignments_expire, lease_end
 from annotate.errors import PermissionDenied
 from annotate.models import Assignment, Batch, User, WorkItem
-from annotate.queue.gold import gold_preference
+from annotate.queue.gold import check_due
 from annotate.queue.items import (
     CONVERSATION_KINDS,
     QUEUED_KINDS,
@@ -33,6 +33,7 @@ from annotate.queue.items import (
     batch_items,
     batch_open_to,
     batches_serving,
+    check_items,
     may_be_served,
     not_yet_taken_by,
     open_batches_for,
@@ -44,8 +45,8 @@ from annotate.shares import participant_share
 
 
 def work_items_create_for_batch(*, batch: Batch) -> int:
-    """One work item per (task, model) of an InterFeedback batch, in the batch's serving order, or per conversation
-    of a FIRE/preference batch; existing items are kept (new ones follow them)."""
+    """One work item per (task, model) of an InterFeedback batch, in the batch's serving order (a gold task's are
+    attention checks), or per conversation of a FIRE/preference batch; existing items are kept (new ones follow)."""
     if batch.kind in CONVERSATION_KINDS:
         existing = WorkItem.objects.filter(batch=batch, conversation__isnull=False).values("conversation_id")
         conversation_ids = batch.conversations.exclude(id__in=existing).order_by("position", "id")
@@ -58,9 +59,9 @@ def work_items_create_for_batch(*, batch: Batch) -> int:
         Batch.objects.filter(pk=batch.pk).update(serving_models=cycle)
         batch.serving_models = cycle
     existing_pairs = set(WorkItem.objects.filter(batch=batch).values_list("task_id", "model_config_id"))
-    task_ids = list(batch.tasks.order_by("id").values_list("id", flat=True))
-    new = [WorkItem(batch=batch, task_id=task_id, model_config_id=model_id)
-           for task_id, model_id in serving_order(batch.serving_seed, task_ids, model_ids)
+    gold = dict(batch.tasks.order_by("id").values_list("id", "is_gold"))
+    new = [WorkItem(batch=batch, task_id=task_id, model_config_id=model_id, is_check=gold[task_id])
+           for task_id, model_id in serving_order(batch.serving_seed, list(gold), model_ids)
            if (task_id, model_id) not in existing_pairs]
     WorkItem.objects.bulk_create(new, batch_size=5000)
     return len(new)
@@ -181,37 +182,40 @@ def _model_wanted(batch: Batch, previous: _Previous | None) -> int | None:
     return model_for(cycle, previous=previous.model_config_id if previous else None, arrival=arrival)
 
 
-def _tiers(annotator: User, batch: Batch, has_pinned: bool, model_id: int | None) -> list[Q]:
-    """The filters tried in turn, each an ordered walk of the ``work_item_queue`` index that stops at the first free
-    row: the items pinned to the annotator (if any); then (with a gold rate) gold items when one is due and
-    ordinary ones otherwise, then the rest; within each, the model whose turn it is first, then any."""
-    tiers = [Q(pinned_to=annotator.pk)] if has_pinned else []
-    unpinned = Q(pinned_to__isnull=True)
-    gold = gold_preference(annotator, batch)
-    for group in [unpinned] if gold is None else [unpinned & gold[0], unpinned & gold[1]]:
-        if model_id is not None:
-            tiers.append(group & Q(model_config_id=model_id))
-        tiers.append(group)
-    return tiers
+def _model_tiers(model_id: int | None) -> list[Q]:
+    """The filters tried in turn, each an ordered walk of an index that stops at the first free row: the model
+    whose turn it is, then any."""
+    return [Q(model_config_id=model_id), Q()] if model_id is not None else [Q()]
+
+
+def _first_free(items: QuerySet[WorkItem], tiers: list[Q]) -> WorkItem | None:
+    """Lock the first free item of the first tier that has one (others step over locked rows)."""
+    items = items.select_related("model_config").select_for_update(skip_locked=True, of=("self",))
+    for tier in tiers:
+        item = items.filter(tier).first()
+        if item is not None:
+            return item
+    return None
 
 
 def _reserve(annotator: User, batch: Batch, latest: _Latest | None, has_pinned: bool) -> Assignment | None:
-    """Lock the first free item of the first tier that has one, count it active, take a lease on it and start its
-    session (round 0 is queued on commit)."""
+    """Reserve the annotator's next item of the batch: an item pinned to them, else an attention check where their
+    plan puts one (annotate.queue.gold), else the first free ordinary item; count it active, take a lease on it and
+    start its session (round 0 is queued on commit)."""
     previous = _previous_in(batch, annotator, latest)
     model_id = _model_wanted(batch, previous)
-    items = (batch_items(batch, annotator.pk, last_task_id=latest.task_id if latest else None)
-             .select_related("model_config").select_for_update(skip_locked=True, of=("self",)))
-    item = None
-    for tier in _tiers(annotator, batch, has_pinned, model_id):
-        item = items.filter(tier).first()
-        if item is not None:
-            break
+    position = (previous.position if previous else 0) + 1
+    ordinary = batch_items(batch, annotator.pk, last_task_id=latest.task_id if latest else None)
+    item = _first_free(ordinary, [Q(pinned_to=annotator.pk)]) if has_pinned else None
+    if item is None and check_due(annotator, batch, position):
+        item = _first_free(check_items(batch, annotator.pk), _model_tiers(model_id))
+    if item is None:
+        item = _first_free(ordinary.filter(pinned_to__isnull=True), _model_tiers(model_id))
     if item is None:
         return None
     WorkItem.objects.filter(pk=item.pk).update(active_count=F("active_count") + 1)
     assignment = Assignment.objects.create(work_item=item, annotator=annotator, lease_expires_at=lease_end(),
-                                           position=(previous.position if previous else 0) + 1)
+                                           position=position)
     if item.task_id is not None:  # a conversation to rate needs no session
         session_start(assignment=assignment)
     return assignment
@@ -259,7 +263,8 @@ def nothing_to_serve(*, annotator: User, batch: Batch | None = None) -> NothingT
             annotator, Batch.objects.get(pk=annotator.crowd_batch_id)):
         return NothingToServe("done")  # their share is full, or their study closed
     items = WorkItem.objects.filter(batch__status=Batch.Status.READY, batch__kind__in=QUEUED_KINDS,
-                                    batch__budget_reached=False, completed_count__lt=F("batch__overlap"))
+                                    batch__budget_reached=False, completed_count__lt=F("batch__overlap"),
+                                    is_check=False)
     if batch is not None:
         items = items.filter(batch=batch)
     items = not_yet_taken_by(items.filter(batches_serving(annotator)), annotator.pk, None, repeats=None)

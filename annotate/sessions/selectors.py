@@ -36,9 +36,8 @@ class RoundPayload(TypedDict):
 
 
 class TaskFields(TypedDict):
-    """What a task is, without its ground truth (task_fields)."""
+    """What a task is, without its ground truth nor the researchers' id for it (task_fields)."""
 
-    id: str
     category: str
     question: str
     options: list[str]
@@ -176,8 +175,9 @@ def round_payload(rnd: Round) -> RoundPayload:
 
 
 def task_fields(task: Task) -> TaskFields:
-    """What a task is, as the annotator's page and the exports show it: never its ground truth."""
-    return {"id": task.external_id, "category": task.category, "question": task.question, "options": task.options,
+    """What a task is, as the annotator's page shows it: never its ground truth, nor its id in the researchers'
+    file (an id such as "gold-3" would tell an attention check from the other items)."""
+    return {"category": task.category, "question": task.question, "options": task.options,
             "answer_type": task.answer_type}
 
 

@@ -179,7 +179,7 @@ def batch_dashboard(batch: Batch, *, now: datetime | None = None) -> Dashboard:
     overlap = batch.overlap
     slots = {"needed": Count("id") * overlap, "done": Sum(Least(F("completed_count"), Value(overlap))),
              "active": Sum("active_count")}
-    items = WorkItem.objects.filter(batch=batch)
+    items = WorkItem.objects.filter(batch=batch, is_check=False)  # attention checks are outside the progress
     if batch.kind in CONVERSATION_KINDS:
         by_model, by_category = _conversation_progress(batch, items, slots)
     else:

@@ -76,7 +76,8 @@ def outcome_record(*, session_id: int) -> bool:
     with transaction.atomic():
         aggregate = _lock_aggregate(batch_id)
         session = (
-            Session.objects.filter(pk=session_id, status=Session.Status.COMPLETED, bench_run__isnull=True)
+            Session.objects.filter(pk=session_id, status=Session.Status.COMPLETED, bench_run__isnull=True,
+                                   task__is_gold=False)
             .values("batch_id", "model_config_id", "annotator_id", "corrected_round", "completed_at",
                     "started_at", "task__category")
             .first()
@@ -118,6 +119,8 @@ def _columns(*names: str) -> str:
     return ", ".join(connection.ops.quote_name(name) for name in names)
 
 
+_FALSE = "FALSE"  # a boolean literal both PostgreSQL and SQLite (3.23+) read
+
 _COUNTED = ("session_id", "batch_id", "model_config_id", "category", "annotator_id", "corrected_round",
             "completed_at")
 
@@ -131,7 +134,8 @@ def _counted_select() -> str:
         f"SELECT s.id, s.batch_id, s.model_config_id, t.category, s.annotator_id, "
         f"COALESCE(s.corrected_round, {NEVER}), COALESCE(s.completed_at, s.started_at) "
         f"FROM {_table(Session)} s JOIN {_table(Task)} t ON t.id = s.task_id "
-        f"WHERE s.batch_id = %s AND s.status = %s AND s.bench_run_id IS NULL"  # human sessions only
+        f"WHERE s.batch_id = %s AND s.status = %s AND s.bench_run_id IS NULL"  # human sessions only,
+        f" AND t.is_gold = {_FALSE}"  # not attention checks (served to everyone, outside the overlap)
     )
 
 
@@ -156,7 +160,7 @@ def _reconcile_counted(cursor: CursorWrapper, batch_id: int) -> tuple[int, int]:
         f"DELETE FROM {counted} WHERE batch_id = %s AND NOT EXISTS ("
         f"SELECT 1 FROM {_table(Session)} s JOIN {_table(Task)} t ON t.id = s.task_id "
         f"WHERE s.id = {counted}.session_id AND s.batch_id = %s AND s.status = %s AND s.bench_run_id IS NULL "
-        f"AND {same})",
+        f"AND t.is_gold = {_FALSE} AND {same})",
         [batch_id, batch_id, Session.Status.COMPLETED],
     )
     removed = cursor.rowcount
@@ -167,8 +171,9 @@ def _reconcile_counted(cursor: CursorWrapper, batch_id: int) -> tuple[int, int]:
     # Which sessions are missing is read first, and only then inserted: an INSERT that anti-joins the table it
     # grows can get a nested-loop plan (when the table looked empty at plan time) that rescans its own new rows.
     cursor.execute(
-        f"SELECT s.id FROM {_table(Session)} s WHERE s.batch_id = %s AND s.status = %s "
-        f"AND s.bench_run_id IS NULL AND NOT EXISTS (SELECT 1 FROM {counted} c WHERE c.session_id = s.id)",
+        f"SELECT s.id FROM {_table(Session)} s JOIN {_table(Task)} t ON t.id = s.task_id "
+        f"WHERE s.batch_id = %s AND s.status = %s AND s.bench_run_id IS NULL AND t.is_gold = {_FALSE} "
+        f"AND NOT EXISTS (SELECT 1 FROM {counted} c WHERE c.session_id = s.id)",
         [batch_id, Session.Status.COMPLETED],
     )
     missing = [row[0] for row in cursor.fetchall()]

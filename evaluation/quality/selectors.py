@@ -11,12 +11,13 @@ folded in Python: typing times for the medians, and the gold rounds). Definition
   submit, rounds before the last); *sent anyway*: rounds sent after such a warning (``Round.leak_flagged``);
   *stated right*: warnings whose stated answer was the right one (never shown to the annotator; researchers only).
 - *manual verdicts*: rounds the annotator judged (``manual`` tasks), including those a reviewer overrode later.
-- *gold accuracy*: on gold tasks (``Task.is_gold``) of answer type ``manual`` whose ``metadata["gold_check_type"]``
-  is ``choice``, ``number`` or ``text``, the annotator's verdict on each round is compared with
-  ``annotate.sessions.verification.verify(gold_check_type, model answer, ground truth, options)``. The annotator's
-  verdict is the one they gave, even when a reviewer overrode it later (the override's first ``old_verdict``).
-  Gold rounds without a usable ``gold_check_type`` are counted as *unscored* (annotate.crowd.attention).
-- *attention checks*: gold sessions with a scored round; *failed* when a scored verdict of it disagrees. An
+- *gold accuracy*: on gold tasks (``Task.is_gold``), the share of scored gold rounds where the annotator did what
+  the check expects: on a ``manual`` gold task with ``metadata["gold_check_type"]`` (``choice``, ``number``,
+  ``text``), their verdict agrees with ``annotate.sessions.verification.verify(gold_check_type, model answer, ground
+  truth, options)`` (the verdict they gave, even when a reviewer overrode it later); on an automatically checked
+  gold task with ``metadata["gold_feedback_terms"]``, their first feedback names one of the terms. Gold rounds
+  without such meta are counted as *unscored* (annotate.crowd.attention).
+- *attention checks*: gold sessions with a scored round; *failed* when a scored round of it disagrees. An
   annotator with as many failures as the batch's ``max_attention_failures`` (else Prolific's two) is flagged.
 """
 

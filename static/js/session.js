@@ -46,7 +46,6 @@
 
   function renderTask() {
     const task = state.task;
-    text($("task-id"), task.id);
     text($("task-category"), task.category);
     text($("task-question"), task.question);
     const options = $("task-options");
@@ -59,7 +58,7 @@
         button.type = "button"; button.className = "image-button";
         const img = document.createElement("img");
         img.src = src;
-        img.alt = fmt(gettext("Figure %(number)s of task %(task)s: %(question)s"), {number: i + 1, task: task.id, question: task.question.slice(0, 120)});
+        img.alt = fmt(gettext("Figure %(number)s: %(question)s"), {number: i + 1, question: task.question.slice(0, 120)});
         button.setAttribute("aria-label", fmt(gettext("Zoom figure %(number)s"), {number: i + 1}));
         button.appendChild(img);
         button.addEventListener("click", () => openZoom(img));

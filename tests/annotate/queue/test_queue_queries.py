@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from annotate.assignments import assignment_complete
 from annotate.models import Round, Session
+from annotate.queue.gold import planned_positions
 from tests.factories import make_batch
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
@@ -45,7 +46,9 @@ def finish(session_id):
 @pytest.mark.parametrize("gold_rate", [0.0, 0.25])
 def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simulated_model, gold_rate):
     batch = make_batch(models=[simulated_model], tasks=30)
-    batch.tasks.filter(id__in=batch.tasks.values_list("id", flat=True)[:5]).update(is_gold=True)
+    gold = list(batch.tasks.values_list("id", flat=True)[:5])
+    batch.tasks.filter(id__in=gold).update(is_gold=True)
+    batch.work_items.filter(task_id__in=gold).update(is_check=True)
     batch.gold_rate = gold_rate
     batch.save()
     api_client.force_authenticate(annotator)
@@ -58,10 +61,13 @@ def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simul
         finish(session_id)
     # A fresh reservation: the batch, then in one transaction (its savepoint and release counted here) the lock on the
     # annotator's row, their latest assignment (resume, last task, pins; a newcomer's pins take one more), whether
-    # they belong to another open batch (this one names no one), the served-gold count with a gold rate, the first
-    # open item with its model (locked), its active count, the assignment, the session and round 0.
-    fresh = 11 + (1 if gold_rate else 0)
-    assert next_counts == [fresh + 1] + [fresh] * 7, next_counts
+    # they belong to another open batch (this one names no one), the checks served so far once the annotator's plan
+    # has placed one (annotate.queue.gold), the first open item (or check) with its model (locked), its active
+    # count, the assignment, the session and round 0.
+    planned = [bool(planned_positions(seed=batch.serving_seed, annotator_id=annotator.pk, rate=gold_rate, share=None,
+                                      up_to=position)) for position in range(1, 9)]
+    expected = [11 + (position == 0) + planned[position] for position in range(8)]
+    assert next_counts == expected, next_counts
     # A submit: the session with its ownership check, its rounds, the new round saved as the session moves on (the
     # transaction's markers, the session's update and the insert), and the snapshot's images (its rounds are those
     # the submit already holds).

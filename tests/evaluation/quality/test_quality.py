@@ -1,4 +1,4 @@
-"""Quality control: gold items served at the batch's rate, and the per-annotator quality page."""
+"""Quality control: the per-annotator quality page (attention checks in the queue: tests/annotate/queue/test_attention_plan.py)."""
 
 from datetime import timedelta
 
@@ -6,73 +6,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate.models import Assignment, LeakWarning, Round, Session, Task, User, VerdictOverride, WorkItem
-from annotate.queue.gold import gold_due
-from annotate.queue.services import assignment_next
+from annotate.models import Assignment, LeakWarning, Round, Session, User, VerdictOverride, WorkItem
 from evaluation.quality.selectors import batch_quality
-from tests.annotate.helpers import finish
 from tests.factories import ModelConfigFactory, TaskFactory, UserFactory, make_batch
 
 pytestmark = pytest.mark.django_db
 
 
-
-
-# --- gold items in the queue --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("rate, served, gold_served, due", [
-    (0.0, 0, 0, False),
-    (0.2, 0, 0, False),  # the first item is an ordinary one
-    (0.2, 4, 0, True),  # the 5th item: floor(0.2 * 5) = 1 gold due
-    (0.2, 4, 1, False),
-    (0.2, 9, 1, True),
-    (0.1, 9, 0, True),  # 0.1 * 10 is exactly 1 despite floating point
-    (0.29, 99, 28, True),  # 0.29 * 100 = 28.999… in floating point: still 29 due
-    (1.0, 0, 0, True),
-])
-def test_gold_due(rate, served, gold_served, due):
-    assert gold_due(gold_rate=rate, served=served, gold_served=gold_served) is due
-
-
-def gold_batch(model, *, tasks=10, gold=3, rate=0.2):
-    batch = make_batch(models=[model], tasks=tasks)
-    gold_ids = list(batch.tasks.order_by("-id").values_list("id", flat=True)[:gold])  # gold last in id order
-    Task.objects.filter(id__in=gold_ids).update(is_gold=True)
-    batch.gold_rate = rate
-    batch.save()
-    return batch
-
-
-def walk(annotator, batch=None):
-    served = []
-    while (assignment := assignment_next(annotator=annotator, batch=batch)) is not None:
-        served.append(assignment.work_item.task.is_gold)
-        finish(assignment)
-    return served
-
-
-@pytest.mark.parametrize("by_name", [True, False])
-def test_gold_items_are_served_at_the_batch_rate(no_dispatch, simulated_model, by_name):
-    batch = gold_batch(simulated_model, tasks=12, gold=3, rate=0.2)
-    served = walk(UserFactory(), batch if by_name else None)
-    # Items 5 and 10 are gold (1 in 5); the third gold item comes when the ordinary ones run out.
-    assert served == [False] * 4 + [True] + [False] * 4 + [True] + [False] * 1 + [True]
-
-
-def test_without_a_gold_rate_gold_items_are_ordinary(no_dispatch, simulated_model):
-    batch = gold_batch(simulated_model, tasks=5, gold=2, rate=0.0)
-    in_serving_order = [item.task.is_gold for item in batch.work_items.select_related("task").order_by("id")]
-    assert walk(UserFactory(), batch) == in_serving_order  # the batch's own order (annotate.queue.order)
-
-
-def test_each_annotator_gets_gold_at_the_rate(no_dispatch, simulated_model):
-    batch = gold_batch(simulated_model, tasks=6, gold=2, rate=0.5)
-    batch.overlap = 2
-    batch.save()
-    first, second = UserFactory(), UserFactory()
-    assert walk(first, batch)[:2] == [False, True]
-    assert walk(second, batch)[:2] == [False, True]
 
 
 # --- the quality page ------------------------------------------------------------------------------------------------
@@ -130,7 +70,7 @@ def study(simulated_model, researcher):
 
 def test_quality_figures(study, django_assert_num_queries):
     batch, people = study
-    with django_assert_num_queries(9):  # the 9th: the study's attention limit, read because a check was failed
+    with django_assert_num_queries(10):  # gold rounds: verdicts and first feedbacks; the 10th: the study's attention limit
         quality = batch_quality(batch)
     rows = {r.pseudonym: r for r in quality.annotators}
     a, b, c = (rows[people[n].pseudonym] for n in ("u-ann", "u-bea", "u-cid"))
@@ -158,7 +98,7 @@ def test_query_count_does_not_grow_with_annotators(study, simulated_model, djang
     t1 = batch.tasks.filter(is_gold=False).order_by("id").first()
     for n in range(5):
         add_session(UserFactory(), t1, simulated_model, [{"final_verdict": False}, {"typing_ms": 5000 + n}])
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(10):
         assert len(batch_quality(batch).annotators) == 8
 
 
@@ -169,7 +109,7 @@ def quality_url(batch):
 def test_quality_page_for_members(client, researcher, study, django_assert_max_num_queries):
     batch, people = study
     client.force_login(researcher)
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):
         page = client.get(quality_url(batch))
     assert page.status_code == 200
     html = page.content.decode()
