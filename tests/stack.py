@@ -127,8 +127,9 @@ def wait_worker_settled(timeout=30):
     from evaluation.models import CountedSession
 
     busy = Round.objects.filter(generation_status__in=[Round.Generation.QUEUED, Round.Generation.RUNNING])
-    uncounted = Session.objects.filter(status=Session.Status.COMPLETED, bench_run__isnull=True).exclude(
-        id__in=CountedSession.objects.values("session_id"))  # bench sessions are never counted for the reports
+    # Bench sessions and attention checks (gold tasks) are never counted for the reports.
+    uncounted = Session.objects.filter(status=Session.Status.COMPLETED, bench_run__isnull=True,
+                                       task__is_gold=False).exclude(id__in=CountedSession.objects.values("session_id"))
     _wait_until(lambda: not busy.exists() and not uncounted.exists(), timeout,
                 "the worker was still busy with this test's rounds or sessions")
 
