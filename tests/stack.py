@@ -199,3 +199,32 @@ def login_cookie(user) -> str:
     store[HASH_SESSION_KEY] = user.get_session_auth_hash()
     store.create()
     return store.session_key
+
+
+class RestartableWeb:
+    """One daphne on a fixed loopback port that a test can kill outright (as a dying machine's server goes) and
+    start again on the same address, so an open page has to find its way back by itself."""
+
+    def __init__(self, log: Path, port: int | None = None, **env):
+        self.log, self.port, self.env = log, port or free_port(), env
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> str:
+        if self.process is not None and self.process.poll() is None:
+            raise RuntimeError(f"the server on port {self.port} is still running; kill it first")
+        self.process = start_web(self.log, self.port, **self.env)
+        return self.url
+
+    def kill(self) -> None:
+        """SIGKILL: no graceful close of its WebSockets, as when the machine dies."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)

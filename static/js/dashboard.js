@@ -88,11 +88,19 @@
     document.getElementById("progress-line").setAttribute("points", points(d.cumulative, d.totals.needed));
   }
 
+  // Reconnects to whichever web node answers: soon at first, then backing off with jitter, never reloading; the
+  // snapshot sent on connect brings the numbers up to date.
+  var reconnectAttempts = 0;
+  function reconnectDelay() {
+    var ceiling = Math.min(5000, 250 * Math.pow(2, reconnectAttempts++));
+    return ceiling / 2 + Math.random() * ceiling / 2;
+  }
+
   function connect() {
     var state = document.getElementById("live-state");
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     var socket = new WebSocket(scheme + location.host + script.dataset.socket);
-    socket.onopen = function () { state.textContent = state.dataset.connected; };
+    socket.onopen = function () { reconnectAttempts = 0; state.textContent = state.dataset.connected; };
     socket.onmessage = function (event) {
       var message = JSON.parse(event.data);
       if (message.type === "dashboard") { render(message.dashboard); }
@@ -105,7 +113,7 @@
         return;
       }
       state.textContent = state.dataset.lost;
-      setTimeout(connect, 3000);
+      setTimeout(connect, reconnectDelay());
     };
   }
 

@@ -247,7 +247,8 @@
   }
 
   async function refresh() {
-    const response = await api("");
+    let response;
+    try { response = await api(""); } catch (e) { return; } // no node answers: the next poll or the WebSocket will
     if (response.ok) { state = await response.json(); render(); }
   }
 
@@ -268,16 +269,29 @@
     }
   }, 1000);
 
+  // Reconnects to whichever web node answers: soon at first, then backing off with jitter (so a crowd of pages
+  // whose node died does not arrive at once), never reloading. The snapshot sent on connect brings the page up to
+  // date; the typed text stays in the box and a draft the old node never acknowledged is saved again.
+  let reconnectAttempts = 0;
+  function reconnectDelay() {
+    const ceiling = Math.min(5000, 250 * 2 ** reconnectAttempts++);
+    return ceiling / 2 + Math.random() * ceiling / 2;
+  }
+
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     socket = new WebSocket(`${scheme}://${location.host}/ws/sessions/${sessionId}/`);
-    socket.onopen = () => { text($("connection"), gettext("Live")); stopPolling(); };
+    socket.onopen = () => {
+      text($("connection"), gettext("Live")); stopPolling();
+      reconnectAttempts = 0;
+      if (draftUnsaved && canAct && state.status === "awaiting_feedback") scheduleDraftSave();
+    };
     socket.onmessage = (message) => {
       const event = JSON.parse(message.data);
       lastEventAt = Date.now();
       if (event.type === "snapshot") { state = event.session; render(); }
       else if (event.type === "chunk") applyChunk(event);
-      else if (event.type === "draft_saved" && event.id === draftId) text($("draft-status"), gettext("Draft saved"));
+      else if (event.type === "draft_saved" && event.id === draftId) { draftUnsaved = false; text($("draft-status"), gettext("Draft saved")); }
     };
     socket.onclose = (event) => {
       // 4429: this person has too many live pages open (annotate/server/ws_limits.py): try again later.
@@ -285,7 +299,7 @@
       text($("connection"), tooMany ? gettext("Too many pages open: this one updates more slowly. Close the ones you do not use.")
         : gettext("Reconnecting…"));
       if (state.status === "generating") ensurePolling();
-      setTimeout(connect, tooMany ? 30000 : 2000);
+      setTimeout(connect, tooMany ? 30000 : reconnectDelay());
     };
   }
 
@@ -339,9 +353,12 @@
   }
 
   // Drafts go over the open WebSocket (acknowledged by "draft_saved"); over HTTP when it is down.
+  // Unsaved until acknowledged: a node that dies before it answers leaves the draft to be saved on reconnect.
   let draftId = 0;
+  let draftUnsaved = false;
   function scheduleDraftSave() {
     clearTimeout(draftTimer);
+    draftUnsaved = true;
     text($("draft-status"), "");
     draftTimer = setTimeout(async () => {
       const draft = $("feedback-input").value;
@@ -349,8 +366,10 @@
         socket.send(JSON.stringify({type: "draft", draft, id: ++draftId}));
         return;
       }
-      const response = await api("draft/", {draft});
-      if (response.ok) text($("draft-status"), gettext("Draft saved"));
+      try {
+        const response = await api("draft/", {draft});
+        if (response.ok && $("feedback-input").value === draft) { draftUnsaved = false; text($("draft-status"), gettext("Draft saved")); }
+      } catch (e) { /* no node answers yet: saved when the WebSocket is back */ }
     }, 600);
   }
 
