@@ -11,6 +11,7 @@ from annotate import i18n
 from annotate.bench import apis as bench_apis
 from annotate.crowd import invites, participant_apis, participant_views, study_views
 from annotate.crowd import views as crowd_views
+from annotate.formats import apis as format_apis
 from annotate.imports import apis as import_apis
 from annotate.imports import views as import_views
 from annotate.jobs import apis as job_apis
@@ -87,6 +88,8 @@ api_patterns = [
     path("bench-runs/<int:run_id>/resume/", bench_apis.BenchRunResumeApi.as_view(), name="api-bench-run-resume"),
     # the schema and its browsable docs
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("schema/formats/", format_apis.FormatSchemasApi.as_view(), name="api-format-schemas"),
+    path("schema/formats/<slug:name>.json", format_apis.FormatSchemaApi.as_view(), name="api-format-schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),  # its script as a file (CSP)
     # researchers: batches, reports, exports
     path("", include("evaluation.api_urls")),
