@@ -191,9 +191,19 @@ def use_database(name: str) -> None:
     connections["default"].settings_dict["NAME"] = name
 
 
-def resumed(backup: Backup) -> dict[str, int]:
+def doubled_rounds() -> int:
+    """Rounds of the study beyond the first with one session and index, or with one client_request_id."""
     from django.db.models import Count
 
+    from annotate.models import Round
+
+    rounds = Round.objects.filter(session__batch__name=BATCH_NAME)
+    by_index = rounds.values("session_id", "index").annotate(n=Count("id")).filter(n__gt=1)
+    by_request = rounds.exclude(client_request_id="").values("client_request_id").annotate(n=Count("id")).filter(n__gt=1)
+    return sum(row["n"] - 1 for row in by_index) + sum(row["n"] - 1 for row in by_request)
+
+
+def resumed(backup: Backup) -> dict[str, int]:
     from annotate.models import Round, Session
 
     rounds = Round.objects.filter(session__batch__name=BATCH_NAME)
@@ -202,10 +212,6 @@ def resumed(backup: Backup) -> dict[str, int]:
     done = Round.Generation.DONE
     regenerated = sum(1 for key, (status, answer, attempts) in backup.rounds.items()
                       if status == done and key in now and now[key][1:] != (answer, attempts))
-    doubled_index = sum(n - 1 for n in rounds.values("session_id", "index").annotate(n=Count("id"))
-                        .values_list("n", flat=True) if n > 1)
-    doubled_request = sum(n - 1 for n in rounds.exclude(client_request_id="").values("client_request_id")
-                          .annotate(n=Count("id")).values_list("n", flat=True) if n > 1)
     sessions = dict(Session.objects.filter(id__in=backup.under_way).values_list("id", "status"))
     went_on = sum(1 for sid, done_then in backup.under_way.items()
                   if sessions.get(sid) == Session.Status.COMPLETED
@@ -215,7 +221,7 @@ def resumed(backup: Backup) -> dict[str, int]:
         "rounds missing": sum(1 for key in backup.rounds if key not in now),
         "sessions missing": sum(1 for sid in backup.under_way if sid not in sessions),
         "done rounds generated again": regenerated,
-        "doubled rounds": doubled_index + doubled_request,
+        "doubled rounds": doubled_rounds(),
         "under way": len(backup.under_way),
         "went on": went_on,
         "in flight at the dump": len(in_flight),
