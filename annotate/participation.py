@@ -1,4 +1,4 @@
-"""Whether an invited participant has reached the items of their study (SPEC §6): the gate the next-item queue
+"""Whether an invited participant has reached the items of their study: the gate the next-item queue
 asks before serving them. The steps around the items (consent, screening, questionnaires, the time limit, an
 end) are annotate.crowd's; this module only reads where a participant stands, so the queue below the crowd
 package can ask without importing it.

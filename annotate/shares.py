@@ -1,4 +1,4 @@
-"""What each person is asked to do in a batch and how far they are (SPEC §6): an invited participant's share.
+"""What each person is asked to do in a batch and how far they are: an invited participant's share.
 
 A participant (joined through an invite link) has a share when the batch sets ``items_per_participant``. It is
 done when that many of their items are *completed*: a skipped item counts only where the batch says so

@@ -6,7 +6,7 @@ Loads (once; reused on later runs unless --fresh) a batch "bench-aggregation" wi
 ~290k completed sessions (models x categories x annotators), using COPY on PostgreSQL (executemany elsewhere).
 Then times: the full recompute (services.outcome_recompute), the report page and its filtered variants, the
 session browser and the API report (Django test Client, --runs runs each: p50/p95), and incremental counting.
-Targets (SPEC §7): recompute <= 5 s, report page <= 200 ms. Prints figures; asserts nothing.
+Targets: recompute <= 5 s, report page <= 200 ms. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations

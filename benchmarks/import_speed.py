@@ -1,4 +1,4 @@
-"""Import speed (SPEC §7, issue 5): 100k InterFeedback tasks with a few thousand small images, validated and
+"""Import speed: 100k InterFeedback tasks with a few thousand small images, validated and
 written by ``batch_import`` in one transaction. Target: 100k tasks in <= 20 s (>= 8,400 tasks/s incl. images;
 Label Studio imports ~2,800 text-only tasks/s on this machine).
 

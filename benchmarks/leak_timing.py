@@ -1,4 +1,4 @@
-"""Does the leak warning take longer when the stated answer is right? (SPEC §3 step 6: it must not tell.)
+"""Does the leak warning take longer when the stated answer is right? (It must not: the warning would tell.)
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python benchmarks/leak_timing.py --runs 300
 

@@ -1,4 +1,4 @@
-"""Next-item and submit latency under load (SPEC §7, issue 4), over HTTP against a real ASGI server on PostgreSQL.
+"""Next-item and submit latency under load, over HTTP against a real ASGI server on PostgreSQL.
 
 Targets: p95 <= 30 ms for one annotator walking the queue (Label Studio's next-task API with 100k tasks on this
 machine: p50 202 ms, p95 294 ms); p95 <= 50 ms and 0 errors with 200 annotators at once; with 1,000 (issue 35)

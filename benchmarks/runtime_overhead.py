@@ -1,4 +1,4 @@
-"""App overhead of one round (SPEC §7): feedback submit → first streamed chunk at a WebSocket client, minus the
+"""App overhead of one round: feedback submit → first streamed chunk at a WebSocket client, minus the
 model's own time to first token (Round.first_token_ms, timed by models_runtime from the backend call).
 
 Runs a real stack: Redis (embedded, or REDIS_URL), daphne, one Celery worker (prefork, -c 1, as a model worker

@@ -1,5 +1,5 @@
 """Soak: 200 simulated annotators for ``--minutes`` on PostgreSQL while the model worker is killed (SIGKILL) every
-two minutes and a new one started (SPEC §7: no typed feedback is ever lost; a killed worker's round is retried, not
+two minutes and a new one started (no typed feedback is ever lost; a killed worker's round is retried, not
 dropped).
 
 Usage:

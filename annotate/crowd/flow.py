@@ -1,4 +1,4 @@
-"""Where an invited participant stands in their study (SPEC §6; Potato's flow: consent → instructions and
+"""Where an invited participant stands in their study (Potato's flow: consent → instructions and
 comprehension check → items → survey → code), read once for the pages, the API and the completion page.
 
 The stages, in order: ``consent`` (a consent text to accept), ``screening`` (questions with a known answer, two

@@ -1,4 +1,4 @@
-"""Can a batch's annotators finish it? (SPEC §3 item 9)
+"""Can a batch's annotators finish it? (models x overlap different people per task)
 
 Nobody is served a task twice (unless the batch allows repeats), so each task of an InterFeedback batch needs
 models × overlap different people, and each conversation to rate needs overlap different raters. With fewer

@@ -1,7 +1,7 @@
 """Which work items the queue may serve an annotator: of batches open to them, not yet K times done, never twice
 to the same person, never a task they may not see again, in serving order.
 
-Who may be served at all: annotators and invited participants, never researchers or admins (SPEC §6). Which
+Who may be served at all: annotators and invited participants, never researchers or admins. Which
 batches: an invited participant only the batch they joined; an annotator with an account the batches that name
 them, and the batches that name no one unless they belong to another open batch (a batch's people see only their
 batches; a batch marked open to all annotators is served to them too).

@@ -1,5 +1,5 @@
 """The order a batch serves its (task, model) pairs in, so that a comparison of models stays balanced at every
-moment (SPEC §3 item 9). Pure functions of the batch's seed: the same seed, tasks and models give the same order.
+moment. Pure functions of the batch's seed: the same seed, tasks and models give the same order.
 
 - The pool: tasks in an order shuffled by the seed; each task's pairs side by side (the models interleaved per
   task), the first model rotating from task to task along a cycle of the models (also drawn from the seed). Work

@@ -1,5 +1,5 @@
 """The next-item queue: hands (task, model) work items, or conversations to rate, to annotators until each has K
-completed sessions (SPEC §3 items 8-9).
+completed sessions, never the same task twice to one person, in a balanced order.
 
 - One item at a time per person: `assignment_next` runs in a transaction that first locks the annotator's row, so
   requests of one person are served one after the other (the second resumes what the first reserved) and a

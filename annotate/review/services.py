@@ -1,4 +1,4 @@
-"""Reviewer verdict overrides (SPEC §3.2: "an admin/reviewer may override a verdict (audited)").
+"""Reviewer verdict overrides (an admin or reviewer may override a verdict, audited).
 
 A researcher who is a member of the batch (or an admin) changes a round's final verdict with a reason. The
 change is written to the `VerdictOverride` audit trail (who, when, why, old → new), the round's verdict source

@@ -1,4 +1,4 @@
-"""Receiver prompts of SPEC §3.1. Pure: turns a task and the rounds so far into chat messages."""
+"""Default receiver prompts (a batch may set its own). Pure: a task and its rounds so far as chat messages."""
 
 from __future__ import annotations
 

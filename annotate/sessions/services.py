@@ -1,4 +1,4 @@
-"""Writes of the InterFeedback-Human session engine (SPEC §3).
+"""Writes of the InterFeedback-Human session engine (rounds 0-3).
 
 Everything the annotator typed is saved before the model is called; the model is called only from a Celery
 task dispatched on commit (never inside a web request).

@@ -1,4 +1,4 @@
-"""Answer extraction and verification (SPEC §3.2). Pure functions: no ORM, no I/O."""
+"""Answer extraction and verification of a model's answer. Pure functions: no ORM, no I/O."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def verify(answer_type: str, text: str, ground_truth: str, options: list[str] | 
     raise ValueError(f"unknown answer_type {answer_type!r}")
 
 
-# --- The leak check (SPEC §3 step 6) ------------------------------------------------------------------------------
+# --- The leak check -----------------------------------------------------------------------------------------------
 # Feedback typed before the last round that STATES an answer is flagged whatever the answer's value: the check
 # never reads the ground truth, or narrowing a list of guesses would find the answer in a few requests.
 

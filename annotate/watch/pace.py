@@ -1,4 +1,4 @@
-"""The pace of a batch: completions per hour of the time work actually happened (SPEC §7's honest dashboard).
+"""The pace of a batch: completions per hour of the time work actually happened (an honest dashboard).
 
 "Completed in the last 3 hours ÷ 3" says 8 per hour for 25 sessions done in the last 15 minutes. Here the hours are
 those in which someone held an item (the union of the assignments' spans, from reservation to completion, skip,

@@ -116,7 +116,7 @@ def models_document(batch: Batch) -> dict[str, object]:
         "batch": {"name": batch.name, "kind": batch.kind, "overlap": batch.overlap, "max_rounds": batch.max_rounds,
                   "gold_rate": batch.gold_rate, "allow_repeat_tasks": batch.allow_repeat_tasks,
                   "category_order": batch.category_order, "task_count": batch.task_count,
-                  # the serving order (SPEC §3 item 9): re-run a study in the same order from these
+                  # the serving order (balanced, seeded): re-run a study in the same order from these
                   "serving_seed": batch.serving_seed,
                   "serving_models": _model_names(batch.serving_models),
                   "items_per_participant": batch.items_per_participant,

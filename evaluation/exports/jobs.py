@@ -1,4 +1,4 @@
-"""The sessions export and the study bundle as background jobs (SPEC §2: long jobs are rows with status, progress and error).
+"""The sessions export and the study bundle as background jobs (long jobs are rows with status, progress and error).
 
 A page or API request only creates a `Job` row (kind `export`) and, once it is committed, queues
 `evaluation.tasks.sessions_export` (evaluation/exports/tasks.py) on the default queue. The worker writes the JSON lines (optionally gzipped)

@@ -1,4 +1,4 @@
-"""A batch's participants table (SPEC §6): each invited participant with how far they went, their work, their
+"""A batch's participants table: each invited participant with how far they went, their work, their
 quality (annotate.crowd.attention and the quality page's figures), the app's suggested approve or reject with its
 reason, the researcher's latest decision, and the bonus the batch's rule gives them. A fixed number of grouped
 queries whatever the number of participants.

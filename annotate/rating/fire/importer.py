@@ -1,6 +1,6 @@
 """FIRE conversations importer: the released FIRE JSON (a list) or JSONL, images from a zip or a directory.
 
-A record (SPEC §5)::
+A record (the released FIRE format)::
 
     {"image": "bars_01.png", "question": {"value": "..."}, "groundtruth": {"value": "..."},
      "conversations": [{"role": "student", "type": "response", "value": "Thought: ...\\nAnswer: ..."},

@@ -1,4 +1,4 @@
-"""Our InterFeedback batch format (SPEC §5): JSON Lines, or a zip with ``tasks.jsonl`` and ``images/``."""
+"""Our InterFeedback batch format: JSON Lines, or a zip with ``tasks.jsonl`` and ``images/``."""
 
 from __future__ import annotations
 

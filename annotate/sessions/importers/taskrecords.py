@@ -1,4 +1,4 @@
-"""One task record in our canonical shape (SPEC §5), shared by the InterFeedback and benchmark-rows importers:
+"""One task record in our canonical shape, shared by the InterFeedback and benchmark-rows importers:
 field checks, answer_type vs answer, image references, image validation and the content hash used for idempotency.
 """
 

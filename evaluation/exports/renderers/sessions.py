@@ -1,4 +1,4 @@
-"""Sessions as export records (SPEC §5): one JSON line per session, or a FIRE conversation.
+"""Sessions as export records (docs/reference/): one JSON line per session, or a FIRE conversation.
 
 Plain functions over a session object with its task, model, annotator and rounds already loaded (the
 selector prefetches them) and its ``follows_reveal`` and ``sequence_position`` annotations; no queries here. Annotators appear only by pseudonym.

@@ -1,4 +1,4 @@
-"""A participant's share (SPEC §6): each person sees their own share and progress; a share is done when its items
+"""A participant's share: each person sees their own share and progress; a share is done when its items
 are completed (skips count only where the batch says so, up to its cap); once it is done the code and the link
 back to the crowd platform come at once."""
 

@@ -1,4 +1,4 @@
-"""A study compares models, so serving keeps the comparison balanced at every moment (SPEC §3 item 9): models
+"""A study compares models, so serving keeps the comparison balanced at every moment: models
 interleaved per task, each annotator's models in turn and counterbalanced between annotators, all drawn from a seed
 stored on the batch (set at import), and each session's place in its annotator's sequence exported."""
 

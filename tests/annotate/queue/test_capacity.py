@@ -1,6 +1,6 @@
 """Can a batch's annotators finish it? Each task needs models x overlap different people (nobody is served a task
 twice): the import report (dry run too), the batch report and the dashboard say when they cannot and how many
-more are needed, and the dashboard then gives no ETA (SPEC §3 item 9)."""
+more are needed, and the dashboard then gives no ETA."""
 
 from __future__ import annotations
 

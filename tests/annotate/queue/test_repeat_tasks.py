@@ -1,4 +1,4 @@
-"""Repeated tasks (SPEC §3 step 8): an annotator sees a task at most once, with any model, unless the batch allows
+"""Repeated tasks: an annotator sees a task at most once, with any model, unless the batch allows
 repeats; then a task comes back with another model only while its answer has not been revealed to them, and never
 while their session of it is under way. Driven through the real queue and, where the answer is revealed, the real
 session engine."""

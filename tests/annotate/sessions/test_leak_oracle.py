@@ -1,4 +1,4 @@
-"""The leak check (SPEC §3 step 6) must not be an answer oracle.
+"""The leak check (feedback that states an answer is flagged whatever its value) must not be an answer oracle.
 
 Feedback stating the right answer and feedback stating a wrong one, in the same shape, get the same response:
 same status, same headers, same body except what is derived from the typed text itself. Whether the stated

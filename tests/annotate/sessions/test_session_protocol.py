@@ -1,4 +1,4 @@
-"""The InterFeedback-Human protocol of SPEC §3 through the services, with offline models."""
+"""The InterFeedback-Human protocol (rounds 0-3) through the services, with offline models."""
 
 import pytest
 

@@ -1,6 +1,6 @@
 """Regenerate the corpus of bad import files in this directory: ``python tests/data/bad/make_bad_corpus.py``.
 
-Each file breaks one rule of the importers (SPEC §5, issue 5). What each must produce is listed in
+Each file breaks one rule of the importers. What each must produce is listed in
 ``tests/annotate/importers/test_bad_corpus.py``. Files are tiny (the huge line and the bombs live compressed
 inside zips or in forged headers), the whole corpus stays far below 1 MB.
 """
