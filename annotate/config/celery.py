@@ -17,7 +17,7 @@ app = Celery("annotate")
 app.set_default()
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["annotate.sessions", "annotate.queue", "annotate.imports", "annotate.modelconfigs",
-                        "annotate.bench", "annotate.crowd", "evaluation.interfeedback", "evaluation.exports"])
+                        "annotate.bench", "annotate.crowd", "annotate.prolific", "evaluation.interfeedback", "evaluation.exports"])
 
 
 @worker_process_shutdown.connect  # prefork: each child process

@@ -92,6 +92,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # The Prolific panels of the invites and participants pages (annotate.prolific).
+            "libraries": {"prolific": "annotate.prolific.templatetags"},
         },
     },
 ]
@@ -189,7 +191,16 @@ CELERY_BEAT_SCHEDULE = {
     "models-probe": {"task": queue_contract.MODELS_PROBE, "schedule": float(MODEL_PROBE_SECONDS)},
     # Export files older than EXPORT_RETENTION_DAYS are deleted (their job rows stay, marked expired).
     "export-files-expire": {"task": queue_contract.EXPORT_FILES_EXPIRE, "schedule": 3600.0},
+    # Each running Prolific study's submissions: returned and timed-out ones free the participant's items.
+    "prolific-sync": {"task": "annotate.prolific.tasks.prolific_studies_sync", "schedule": 60.0},
 }
+# Prolific's API (annotate.prolific): the token is read from the environment variable named here at each call,
+# never from the settings or the database, so it is in no page, log, export or bundle.
+PROLIFIC_TOKEN_ENV = env_str("PROLIFIC_TOKEN_ENV", "PROLIFIC_API_TOKEN") or "PROLIFIC_API_TOKEN"
+PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/") or ""
+PROLIFIC_MAX_RETRY_WAIT = env_int("PROLIFIC_MAX_RETRY_WAIT", 30)  # a longer Retry-After is reported, not waited
+# A bonus sent whose payment Prolific does not show after this long is set up and paid again (it never arrived).
+PROLIFIC_BONUS_SETTLE_MINUTES = env_int("PROLIFIC_BONUS_SETTLE_MINUTES", 60)
 # One queue per backend kind by default ("model.simulated", "model.transformers", ...); a ModelConfig may name
 # its own queue (e.g. "model.qwen2-vl-7b") so a GPU worker holds exactly one checkpoint warm.
 # InterFeedback-Bench: a lane whose worker died (no renewal for this long) is taken over on resume.

@@ -146,6 +146,7 @@ urlpatterns = [
     path("research/batches/<int:batch_id>/invites/<int:link_id>/revoke/", invites.invite_link_revoke_page,
          name="research-invite-revoke"),
     path("research/batches/<int:batch_id>/study/", study_views.study_page, name="research-study"),
+    path("", include("annotate.prolific.urls")),  # the batch's Prolific study: pages and API
     path("research/", include("evaluation.urls")),
     path("api/", include(api_patterns)),
 ]

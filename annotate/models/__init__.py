@@ -1,4 +1,4 @@
-"""Data model of SPEC §2: batches of tasks, model configs, InterFeedback sessions and rounds, FIRE conversations,
+"""The data model: batches of tasks, model configs, InterFeedback sessions and rounds, FIRE conversations,
 the work queue and long-running jobs. Fields, constraints and trivial properties only: writes live in services.
 Everything is importable from ``annotate.models``."""
 
@@ -25,11 +25,13 @@ from annotate.models.crowd import (
     ScreeningAnswer,
     SurveyResponse,
 )
+from annotate.models.prolific import ProlificAction, ProlificCall, ProlificStudy, ProlificSubmission
 from annotate.models.sessions import LeakWarning, Round, RoundFailure, Session, VerdictOverride
 
 __all__ = [
     "Assignment", "Batch", "BenchAnswer", "BenchLane", "BenchRun", "FireRunTurn", "ConsentText", "Conversation",
     "CrowdStudy", "ImageBlob", "InviteLink", "Job", "LeakWarning", "ModelConfig", "ParticipantDecision",
-    "Participation", "Ranking", "Rating", "Round", "RoundFailure", "ScreeningAnswer", "Session", "SurveyResponse",
+    "Participation", "ProlificAction", "ProlificCall", "ProlificStudy", "ProlificSubmission", "Ranking", "Rating",
+    "Round", "RoundFailure", "ScreeningAnswer", "Session", "SurveyResponse",
     "Task", "TaskImage", "Turn", "User", "VerdictOverride", "WorkItem",
 ]

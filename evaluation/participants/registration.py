@@ -10,10 +10,12 @@ import csv
 import io
 from collections.abc import Iterator
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from annotate.crowd.study import study_document, study_of
 from annotate.models import Batch, ConsentText, Participation, SurveyResponse
+from annotate.prolific.payments import bonus_source_register
 from evaluation.exports import registry as exports
 from evaluation.exports.bundle import BundleFile, json_bytes, register_bundle_files
 from evaluation.exports.filters import ReportFilters
@@ -133,3 +135,12 @@ exports.register_export("surveys", ("csv", "json"), lambda batch, fmt, filters: 
 exports.register_export("approvals", ("txt",), approvals)
 exports.register_export("bonuses", ("csv",), bonuses)
 register_bundle_files(bundle_files)
+
+
+def _prolific_bonuses(batch: Batch) -> dict[str, Decimal]:
+    """The bonus of the batch's rule per approved participant, by Prolific id (paid through Prolific's API)."""
+    return {row.participant_id: row.bonus for row in participants_table(batch)
+            if row.decided == APPROVE and row.bonus > 0 and row.participant_id}
+
+
+bonus_source_register(_prolific_bonuses)
