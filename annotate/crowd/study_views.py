@@ -25,7 +25,8 @@ from annotate.queue.gold import batch_check_supply
 from annotate.server.api_schema import errors
 
 JSON_FIELDS = ("screening", "pre_survey", "post_survey")
-JSON_HELP = gettext_lazy("JSON: a list of questions (see the user guide); empty for none.")
+JSON_HELP = gettext_lazy("JSON: a list of questions, as docs/user-guide/researchers.md shows in its section "
+                         "“Crowd studies”; empty for none.")
 
 
 class StudyForm(forms.Form):
