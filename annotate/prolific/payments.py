@@ -192,11 +192,12 @@ def _decision_send(client: ProlificClient, batch, sub, kind, category, message, 
 
 def _mirror(sub: ProlificSubmission, kind: str, message: str, by: User | None) -> None:
     """The participants table shows the decision made on Prolific (a new decision row when it differs)."""
-    if sub.participation_id is None:
+    participation = sub.participation
+    if participation is None:
         return
-    latest = latest_decisions(sub.participation.batch).get(sub.participation_id)
+    latest = latest_decisions(participation.batch).get(participation.pk)
     if latest is None or latest.decision != kind:
-        participant_decide(participation=sub.participation, decision=kind, by=by,
+        participant_decide(participation=participation, decision=kind, by=by,
                            reason=message or ("Approved on Prolific." if kind == ParticipantDecision.Decision.APPROVE
                                               else "Rejected on Prolific."))
 

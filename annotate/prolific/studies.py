@@ -65,7 +65,7 @@ def completion_codes(batch: Batch, attention_code: str = "") -> list[dict]:
     if attention_code:
         codes.append({"code": attention_code, "code_type": "FAILED_ATTENTION_CHECK",
                       "actions": [{"action": "MANUALLY_REVIEW"}]})
-    seen = [c["code"] for c in codes]
+    seen = [str(c["code"]) for c in codes]
     if len(set(seen)) != len(seen):
         raise InvalidFields([("completion_codes", _("each code must be different: %(codes)s")
                               % {"codes": ", ".join(seen)})])
@@ -113,8 +113,8 @@ def prolific_study_create(*, batch: Batch, by: User | None, origin: str, name: s
             "total_available_places": places, "device_compatibility": ["desktop"]}
     answer = client_for(batch=batch, by=by).study_create(body)
     return ProlificStudy.objects.create(
-        batch=batch, prolific_id=answer["id"], status=answer.get("status", "UNPUBLISHED"), name=body["name"],
-        internal_name=body["internal_name"], estimated_minutes=estimated_minutes, reward_cents=cents,
+        batch=batch, prolific_id=answer["id"], status=answer.get("status", "UNPUBLISHED"), name=name.strip(),
+        internal_name=(internal_name or batch.name).strip(), estimated_minutes=estimated_minutes, reward_cents=cents,
         places=places, external_url=url, completion_codes=codes, total_cost_cents=answer.get("total_cost"),
         created_by=by, synced_at=timezone.now())
 

@@ -12,7 +12,15 @@ from django.test import Client
 from django.urls import reverse
 
 from annotate.crowd.decisions import participant_decide
-from annotate.models import Assignment, CrowdStudy, Participation, ProlificAction, ProlificCall, ProlificStudy, User
+from annotate.models import (
+    Assignment,
+    CrowdStudy,
+    Participation,
+    ProlificAction,
+    ProlificCall,
+    ProlificStudy,
+    User,
+)
 from annotate.prolific import payments
 from annotate.prolific.client import ProlificAuthError, ProlificClient, ProlificRateLimited
 from annotate.prolific.sync import prolific_studies_sync
