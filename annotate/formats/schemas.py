@@ -172,7 +172,7 @@ _SCREENING_QUESTION: Schema = {
                                "items": {**_TEXT, "maxLength": MAX_OPTION}},
                    "answer": {"type": "string", "description": "One of the options, written the same way."},
                    "explanation": {"type": "string", "maxLength": MAX_TEXT,
-                                   "description": "Shown after a wrong first try."}}}
+                                   "description": "Shown once the question is done with (right, or wrong twice)."}}}
 _SURVEY_QUESTION: Schema = {
     "type": "object", "required": ["type", "text"],
     "properties": {"id": {"type": "string", "pattern": r"^[A-Za-z0-9_-]{1,64}$"},
