@@ -91,6 +91,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "annotate.server.version.version_context",  # the footer's version
             ],
             # The Prolific panels of the invites and participants pages (annotate.prolific).
             "libraries": {"prolific": "annotate.prolific.templatetags"},

@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from annotate import i18n
 from annotate.bench import apis as bench_apis
+from annotate.config.api_root import ApiRootApi
 from annotate.crowd import invites, participant_apis, participant_views, study_views
 from annotate.crowd import views as crowd_views
 from annotate.formats import apis as format_apis
@@ -86,7 +87,8 @@ api_patterns = [
     path("bench-runs/<int:run_id>/", bench_apis.BenchRunDetailApi.as_view(), name="api-bench-run"),
     path("bench-runs/<int:run_id>/cancel/", bench_apis.BenchRunCancelApi.as_view(), name="api-bench-run-cancel"),
     path("bench-runs/<int:run_id>/resume/", bench_apis.BenchRunResumeApi.as_view(), name="api-bench-run-resume"),
-    # the schema and its browsable docs
+    # the version, the schema and its browsable docs
+    path("", ApiRootApi.as_view(), name="api-root"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("schema/formats/", format_apis.FormatSchemasApi.as_view(), name="api-format-schemas"),
     path("schema/formats/<slug:name>.json", format_apis.FormatSchemaApi.as_view(), name="api-format-schema"),

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 from annotate.errors import ApplicationError
 from annotate.modelconfigs.validation import looks_like_a_key
 from annotate.models import Batch, ModelConfig
+from annotate.server.version import VERSION
 from annotate.sessions.prompts import DEFAULT_TEMPLATES
 from evaluation.exports import registry as exports
 from evaluation.kinds import kind_of
@@ -126,6 +127,7 @@ def models_document(batch: Batch) -> dict[str, object]:
                     "backend_settings": redact(m.backend_settings), "generation": redact(m.generation),
                     "queue": m.queue_name} for m in models],
         "note": "API keys are never stored or exported: api_key_env names the environment variable that holds one.",
+        "feedback_lab_version": VERSION,
     }
 
 
@@ -210,7 +212,8 @@ def _folded(described: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def _readme(batch: Batch, described: list[tuple[str, str]], skipped: dict[str, str], sessions: int) -> bytes:
-    lines = [f"# Study bundle: {batch.name}", "", kind_of(batch).bundle_summary(batch, sessions), ""]
+    lines = [f"# Study bundle: {batch.name}", "", kind_of(batch).bundle_summary(batch, sessions), "",
+             f"Made by Feedback Lab {VERSION} (cite this version with the data).", ""]
     if batch.category_order:
         lines += ["Category order: " + ", ".join(batch.category_order) + ".", ""]
     lines += ["| file | what |", "|---|---|", "| README.md | This file |"]
@@ -228,6 +231,7 @@ def bundle_write(batch: Batch, handle: IO[bytes], *, progress: Progress | None =
     described: list[tuple[str, str]] = []
     sessions = lines_done = 0
     with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.comment = f"Feedback Lab {VERSION}".encode()  # `unzip -z` shows it without opening a file
         for item in _files(batch, skipped):
             if progress:
                 progress(f"Writing {item.path}", lines_done)

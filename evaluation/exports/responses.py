@@ -13,6 +13,7 @@ from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
 
 from annotate.server.api_schema import errors
+from annotate.server.version import stamp
 from evaluation.exports.registry import Export
 
 ERRORS = errors(400, 403, 404, e400="Bad filter or format (the message names it)",
@@ -68,7 +69,7 @@ def export_response(request, export: Export) -> HttpResponse | StreamingHttpResp
         response = StreamingHttpResponse(content, content_type=export.content_type)
     response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
     response["Cache-Control"] = "private, no-cache"
-    return response
+    return stamp(response)  # the file's own bytes stay as they are (a CSV has no place for a comment)
 
 
 def _file_chunks(handle) -> Iterator[bytes]:
@@ -92,4 +93,5 @@ def file_response(request, handle, *, filename: str, content_type: str, size: in
     else:
         response = FileResponse(handle, as_attachment=True, filename=filename, content_type=content_type)
     response["Cache-Control"] = "private, no-cache"
+    stamp(response)
     return response
