@@ -147,9 +147,9 @@ ROW = _schema(
     "task's metadata.",
     {
         "id": {**_ID, "description": "Default: row-<row number>."},
-        "question": {"type": "string", "description": "Required (a column named question, or mapped)."},
+        "question": {"type": "string", "description": "A column named question, or mapped onto it."},
         "answer": {"type": ["string", "number"],
-                   "description": "Required. For choice rows the option's text is turned into its letter."},
+                   "description": "For choice rows the option's text is turned into its letter."},
         "options": {"type": ["array", "string"], "items": {"type": "string"},
                     "description": "A list, or text holding a JSON or Python list."},
         "image": {"type": ["array", "string", "object"],
@@ -161,7 +161,7 @@ ROW = _schema(
         "source": {"type": "string", "default": ""},
         "gold": {"type": ["boolean", "string"], "description": "true/false, or 1/0, yes/no in a CSV."},
     },
-    extra=True,
+    required=("question", "answer"), extra=True,
 )
 
 _SCREENING_QUESTION: Schema = {
