@@ -59,7 +59,7 @@ class PayInputSerializer(serializers.Serializer):
     dry_run = serializers.BooleanField(default=True)
 
 
-def _plan(plan: payments.Plan) -> dict:
+def plan_document(plan: payments.Plan) -> dict:
     def lines(rows):
         return [{"participant_id": r.participant_id, "kind": r.kind, "amount": str(r.amount) if r.amount is not None
                  else None, "note": r.note} for r in rows]
@@ -122,7 +122,7 @@ class ProlificDecisionsApi(APIView):
         data.is_valid(raise_exception=True)
         decisions = [(d["participant_id"], d["decision"], d.get("rejection_category", ""), d.get("message", ""))
                      for d in data.validated_data.get("decisions", [])]
-        return Response(_plan(payments.prolific_decisions(batch=batch, decisions=decisions, by=request.user,
+        return Response(plan_document(payments.prolific_decisions(batch=batch, decisions=decisions, by=request.user,
                                                           dry_run=data.validated_data["dry_run"])))
 
 
@@ -133,5 +133,5 @@ class ProlificBonusesApi(APIView):
         batch = batch_for_researcher(request.user, batch_id)
         data = PayInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return Response(_plan(payments.prolific_bonuses_pay(batch=batch, by=request.user,
+        return Response(plan_document(payments.prolific_bonuses_pay(batch=batch, by=request.user,
                                                             dry_run=data.validated_data["dry_run"])))

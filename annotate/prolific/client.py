@@ -72,6 +72,8 @@ def _flatten(detail: Any, prefix: str = "") -> list[str]:
     if isinstance(detail, dict):
         out = []
         for key, value in detail.items():
+            if key in ("status", "error_code"):
+                continue  # numbers for machines: the status is said by the error's kind already
             if key in ("error", "detail", "title", "additional_information"):
                 out += _flatten(value, prefix)
             else:
@@ -149,7 +151,7 @@ class ProlificClient:
                 raise ProlificNotFound(_("Prolific does not know %(what)s: it may have been deleted on Prolific's "
                                          "site, or belong to another workspace.") % {"what": path})
             if response.status_code >= 400:
-                reasons = "; ".join(_flatten(answer)) or response.reason_phrase
+                reasons = "; ".join(line.rstrip(".") for line in _flatten(answer)) or response.reason_phrase
                 raise ProlificInvalid(_("Prolific refused this: %(why)s.") % {"why": reasons.rstrip(".")})
             return answer
         raise ProlificUnavailable(_("Prolific did not answer."))  # pragma: no cover (the loop returns or raises)

@@ -5,73 +5,25 @@ errors in plain words, and the token in no page, call record or log line."""
 
 import logging
 import re
-from decimal import Decimal
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from annotate.crowd.decisions import participant_decide
 from annotate.models import (
     Assignment,
-    CrowdStudy,
     Participation,
     ProlificAction,
     ProlificCall,
-    ProlificStudy,
-    User,
 )
 from annotate.prolific import payments
 from annotate.prolific.client import ProlificAuthError, ProlificClient, ProlificRateLimited
 from annotate.prolific.sync import prolific_studies_sync
 from annotate.queue.services import assignment_next
 from tests.annotate.helpers import finish
-from tests.factories import make_batch
-from tests.fake_prolific_server import running
+from tests.annotate.prolific.flow import create_and_publish, join
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
-
-
-@pytest.fixture
-def fake(settings, monkeypatch):
-    with running() as server:
-        settings.PROLIFIC_API_URL = server.base_url + "/api/v1/"
-        monkeypatch.setenv(settings.PROLIFIC_TOKEN_ENV, server.token)
-        yield server
-
-
-@pytest.fixture
-def batch(simulated_model, researcher):
-    batch = make_batch(models=[simulated_model], tasks=6, members=[researcher])
-    batch.items_per_participant, batch.completion_code = 2, "DONE-42"
-    batch.save()
-    CrowdStudy.objects.create(batch=batch, bonus_rule=CrowdStudy.BonusRule.FIXED, bonus_amount=Decimal("1.50"),
-                              screened_out_code="SCREEN-1", no_consent_code="NOCONSENT-1")
-    return batch
-
-
-def create_and_publish(client, batch, researcher) -> ProlificStudy:
-    client.force_login(researcher)
-    response = client.post(reverse("research-prolific-create", args=[batch.id]), {
-        "name": "Rate model answers", "description": "Read a question and an answer; say what is wrong.",
-        "estimated_minutes": "15", "reward": "2.50"}, follow=True)
-    assert "created as a draft" in response.content.decode()
-    study = ProlificStudy.objects.get(batch=batch)
-    assert study.status == "UNPUBLISHED" and study.places == 3  # 6 items, 2 each
-    assert study.total_cost_cents and study.total_cost_cents > 3 * 250  # the cost Prolific reports, fees included
-    client.post(reverse("research-prolific-study", args=[batch.id]), {"action": "publish"})
-    study.refresh_from_db()
-    assert study.status == "ACTIVE"
-    return study
-
-
-def join(study: ProlificStudy, fake, pid: str) -> User:
-    path = study.external_url.split("://", 1)[1].split("/", 1)[1].split("?")[0]
-    participant = Client()
-    response = participant.post(f"/{path}?PROLIFIC_PID={pid}&STUDY_ID={study.prolific_id}&SESSION_ID=s-{pid}")
-    assert response.status_code == 302
-    fake.start_submission(study.prolific_id, pid)
-    return User.objects.get(external_id=pid, crowd_batch=study.batch)
 
 
 def test_a_study_from_draft_to_paid_bonuses_with_each_payment_once(client, batch, researcher, fake):
