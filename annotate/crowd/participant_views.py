@@ -30,7 +30,7 @@ from annotate.server.markdown import markdown_to_html
 PROLIFIC_COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
 STEP_PAGES = {CONSENT: ("crowd-consent", ()), SCREENING: ("crowd-screening", ()), ITEMS: ("home", ()),
               PRE_SURVEY: ("crowd-survey", ("pre",)), POST_SURVEY: ("crowd-survey", ("post",)),
-              FINISHED: ("crowd-done", ())}
+              FINISHED: ("crowd-done", ()), ENDED: ("crowd-study", ())}  # the end page is /study/ itself
 
 
 def participant_page(view):
