@@ -458,28 +458,34 @@ async def drive(base: str, credentials, args, node: Node, env: dict, logs: Path,
 LOG_LINE = re.compile(r'^(?P<ended>\S+) (?P<took>\S+) (?P<status>\d+) "(?P<upstream>[^"]*)" \S+ (?P<uri>\S+)')
 
 
-def proxy_log(path: Path, nodes: list[Node], run: Run) -> tuple[list[Counter], int]:
-    """From nginx's log, HTTP requests only (a WebSocket's line is written when it closes): the requests each node
-    answered per span, and the requests to the killed node in flight at the kill."""
+def proxy_log(path: Path, nodes: list[Node], run: Run) -> tuple[list[Counter], list[Counter], int]:
+    """From nginx's log: the HTTP requests each node answered per span, the WebSockets each node took per span (a
+    socket's line is written when it closes, with its duration: counted when it opened), and the HTTP requests to
+    the killed node in flight at the kill."""
     per_span: list[Counter] = [Counter() for _ in SPANS]
+    sockets_per_span: list[Counter] = [Counter() for _ in SPANS]
     in_flight_killed = 0
     names = {f"127.0.0.1:{port}": node.name for node in nodes for port in (node.http_port, node.ws_port)}
     for line in path.read_text().splitlines():
         match = LOG_LINE.match(line)
-        if not match or match["uri"].startswith("/ws/"):
+        if not match:
             continue
         ended, took = float(match["ended"]), float(match["took"])
         tried = [names.get(address.strip(), "?") for address in match["upstream"].split(",")
                  if address.strip() not in ("", "-")]
         if not tried:
             continue
+        if match["uri"].startswith("/ws/"):
+            if match["status"] == "101":
+                sockets_per_span[run.span(run.start + (ended - took - run.start_wall))][tried[-1]] += 1
+            continue
         if tried[0] == nodes[0].name and ended - took <= run.kill_wall <= ended:
             in_flight_killed += 1
         per_span[run.span(run.start + (ended - run.start_wall))][tried[-1]] += 1
-    return per_span, in_flight_killed
+    return per_span, sockets_per_span, in_flight_killed
 
 
-def report(run: Run, per_span, in_flight_killed: int, sockets, lost: dict[str, int], doubled: int,
+def report(run: Run, per_span, sockets_per_span, in_flight_killed: int, sockets, lost: dict[str, int], doubled: int,
            nodes: list[Node]) -> None:
     r = run.reconnect_s
     print(f"\nWebSocket reconnects: {len(r)}; p50 {percentile(r, 0.5):.2f} s, p95 {percentile(r, 0.95):.2f} s, "
@@ -493,17 +499,18 @@ def report(run: Run, per_span, in_flight_killed: int, sockets, lost: dict[str, i
           f"of them to the killed node by nginx's log: {in_flight_killed})")
     print(f"client errors: {dict(run.errors) or 0}")
     print(f"\n{'span':<20}{'next n':>8}{'next p95':>10}{'submit n':>10}{'submit p95':>12}   "
-          + "   ".join(f"{n.name} requests / sockets" for n in nodes))
+          + "   ".join(f"{n.name}: requests / sockets opened / most open" for n in nodes))
     for index, span in enumerate(SPANS):
         nxt = [ms for when, ms in run.next_ms if run.span(when) == index]
         sub = [ms for when, ms in run.submit_ms if run.span(when) == index]
         samples = [counts for name, counts in sockets if name == span]
         peak = [max((counts[i] for counts in samples), default=0) for i in range(len(nodes))]
-        spread = "   ".join(f"{per_span[index][n.name]:>9} / {peak[i]:<7}" for i, n in enumerate(nodes))
+        spread = "   ".join(f"{per_span[index][n.name]:>17} / {sockets_per_span[index][n.name]:>4} / {peak[i]:<10}"
+                           for i, n in enumerate(nodes))
         print(f"{span:<20}{len(nxt):>8}{percentile(nxt, 0.95):>10.1f}{len(sub):>10}{percentile(sub, 0.95):>12.1f}   "
               f"{spread}")
-    print("(ms; requests: HTTP requests each node answered; sockets: the most WebSockets open on each node at once,\n"
-          " sampled each second; a page's socket stays on its node until its item ends)")
+    print("(ms; per node: the HTTP requests it answered, the WebSockets it took (by nginx's log) and the most open on\n"
+          " it at once (sampled each second); a page's socket stays on its node until its item ends)")
 
 
 def main() -> None:
@@ -542,12 +549,15 @@ def main() -> None:
         sockets: list = []
         run = run_client(drive(base, credentials[1:], args, nodes[0], env, logs, nodes, sockets))
         drain(args.drain)
-        per_span, in_flight_killed = proxy_log(proxy_dir / "access.log", nodes, run)
-        report(run, per_span, in_flight_killed, sockets, lost_rounds(run.acknowledged), doubled_rounds(), nodes)
+        per_span, sockets_per_span, in_flight_killed = proxy_log(proxy_dir / "access.log", nodes, run)
+        report(run, per_span, sockets_per_span, in_flight_killed, sockets, lost_rounds(run.acknowledged), doubled_rounds(), nodes)
     finally:
         for node in nodes:
             procs += node.procs
         tear_down(procs, var_dir, args.database_url, scratch)
+        for name in ("access.log", "error.log"):  # kept with the other logs, for a look at each request's node
+            if (proxy_dir / name).exists():
+                shutil.copy(proxy_dir / name, logs / f"nginx-{name}")
         shutil.rmtree(proxy_dir, ignore_errors=True)
 
 
