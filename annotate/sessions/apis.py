@@ -60,6 +60,11 @@ class SnapshotSerializer(serializers.Serializer):
     feedback_draft = serializers.CharField(allow_blank=True)
     ground_truth_revealed = serializers.BooleanField()
     ground_truth = serializers.CharField(required=False, allow_blank=True, help_text="Only once revealed")
+    ended_as = serializers.ChoiceField(
+        choices=["skipped", "expired", "returned", "timed_out", "attention"], required=False,
+        help_text="An abandoned session: skipped, left until its lease ran out (expired), or freed by the end of the "
+                  "participant's study (returned: they left it; timed_out: its time limit passed; attention: failed "
+                  "attention checks)")
     finished_at = serializers.DateTimeField(
         required=False, allow_null=True,
         help_text="A finished session (completed, skipped or expired): when it ended; its page's timer stops there")

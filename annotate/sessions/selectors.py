@@ -215,14 +215,26 @@ def session_snapshot(session: Session, rounds: list[Round] | None = None) -> Ses
     return snapshot
 
 
+# The ends of a participation that free the items its participant held (annotate.crowd.ending), as ``ended_as``.
+PARTICIPATION_ENDS = ("returned", "timed_out", "attention")
+
+
 def _how_it_ended(session: Session) -> tuple[str, datetime | None]:
-    """An abandoned session was either skipped by its annotator or left until its lease ran out; and when."""
+    """Why an abandoned session ended, and when: ``skipped`` by its annotator; ``returned`` (the participant left
+    the study), ``timed_out`` (the study's time limit passed) or ``attention`` (ended by failed attention checks)
+    when the end of their participation freed it; else ``expired`` (left until its lease ran out)."""
     if session.assignment_id is None:  # no assignment (nothing to skip): the lease ran out
         return "expired", None
-    ended: tuple[str, datetime | None] = Assignment.objects.filter(pk=session.assignment_id).values_list(
-        "status", "finished_at").first() or ("", None)
-    status, finished_at = ended
-    return ("skipped" if status == Assignment.Status.SKIPPED else "expired"), finished_at
+    ended = Assignment.objects.filter(pk=session.assignment_id).values_list(
+        "status", "finished_at", "annotator__participation__end_reason", "annotator__participation__ended_at",
+    ).first() or ("", None, None, None)
+    status, finished_at, end_reason, participation_ended_at = ended
+    if status == Assignment.Status.SKIPPED:
+        return "skipped", finished_at
+    if end_reason in PARTICIPATION_ENDS and participation_ended_at is not None and finished_at is not None \
+            and finished_at >= participation_ended_at:  # freed by that end, not by a lease run out before it
+        return str(end_reason), finished_at
+    return "expired", finished_at
 
 
 def item_progress(session: Session, viewer: User) -> ItemProgress:

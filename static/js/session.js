@@ -130,9 +130,7 @@
     $("done-panel").hidden = s !== "completed";
     $("skip-panel").hidden = !canAct || s === "completed" || s === "abandoned";
     $("skipped-note").hidden = s !== "abandoned";
-    if (s === "abandoned") text($("skipped-note"), state.ended_as === "skipped"
-      ? gettext("Skipped: this item went back to the pool for another annotator.")
-      : gettext("Expired: this item was left unfinished for too long and went back to the pool."));
+    if (s === "abandoned") text($("skipped-note"), endedNote(state.ended_as));
     $("reveal-help").hidden = !(s === "awaiting_feedback" && state.next_round === state.max_rounds);
     text($("round-progress"), roundProgress());
     if (s === "failed" && last) text($("retry-message"), failureMessage(last));
@@ -165,9 +163,21 @@
     if (s !== shownStatus) { shownStatus = s; moveFocus(s); }
   }
 
+  // Why an abandoned item ended: skipped, left too long, or the end of the participant's study freed it.
+  function endedNote(how) {
+    switch (how) {
+      case "skipped": return gettext("Skipped: this item went back to the pool for another annotator.");
+      case "returned": return gettext("Ended: you left the study, and this item went back to the pool.");
+      case "timed_out": return gettext("Ended: the study's time limit passed, and this item went back to the pool.");
+      case "attention": return gettext("Ended: your participation was ended after failed attention checks, and this item went back to the pool.");
+      default: return gettext("Expired: this item was left unfinished for too long and went back to the pool.");
+    }
+  }
+
   function roundProgress() {
     const s = state.status, last = state.rounds[state.rounds.length - 1];
-    if (s === "completed" || s === "abandoned") return gettext("finished");
+    if (s === "completed") return gettext("finished");
+    if (s === "abandoned") return state.ended_as === "skipped" ? gettext("skipped") : gettext("ended");
     const index = s === "awaiting_feedback" ? state.next_round : last ? last.index : 0;
     return index === 0 ? gettext("first answer") : fmt(gettext("round %(index)s of %(max)s"), {index, max: state.max_rounds});
   }
