@@ -11,7 +11,8 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = sorted([ROOT / "README.md", ROOT / "benchmarks" / "README.md", *(ROOT / "docs").rglob("*.md")])
+DOCUMENTS = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "benchmarks" / "README.md",
+                    *(ROOT / "benchmarks" / "results").glob("*.md"), *(ROOT / "docs").rglob("*.md")])
 # Directories of this repository: a `path` in backticks that starts with one of them must exist.
 REPO_DIRS = ("annotate", "evaluation", "models_runtime", "tests", "benchmarks", "docker", "templates", "static",
              "locale", "docs")
@@ -102,3 +103,30 @@ def test_make_demo_serves_the_port_asked_for():
     dry_run = subprocess.run(["make", "-n", "demo", "PORT=8123"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout
     assert "manage.py run_demo --port 8123" in dry_run
+
+
+# Words about the work on the project, not about the product: "the sixth session", "this session", "sessions ago".
+# An annotation *session* is a product word and stays ("the session page", "an annotator's sessions").
+WORK_SESSION = re.compile(
+    r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th)) session\b"
+    r"|\bthis session\b|\b(?:a|the) later session\b|\bearlier sessions?\b|\bwork sessions?\b|\bsessions? ago\b",
+    re.IGNORECASE)
+MANUAL = sorted({*DOCUMENTS, *(ROOT / "benchmarks").glob("*.md")})
+
+
+def work_session_words(text: str) -> list[str]:
+    return [match.group(0) for match in WORK_SESSION.finditer(text.replace("\n", " "))]
+
+
+def test_the_check_tells_work_sessions_from_annotation_sessions():
+    assert work_session_words("Measured in the sixth\nsession; this session; two sessions ago") == [
+        "sixth session", "this session", "sessions ago"]
+    assert work_session_words("The session page resumes an annotator's session; the same sessions on both sides; "
+                              "sessions of the batch, session 3, the first round of a session") == []
+
+
+def test_the_manual_says_nothing_about_work_sessions():
+    """Docs describe the product as it is; dated runs live in benchmarks/results/ by date, not by work session."""
+    found = [f"{document.relative_to(ROOT)}: {words}" for document in MANUAL
+             if (words := work_session_words(document.read_text()))]
+    assert not found, "\n".join(found)
