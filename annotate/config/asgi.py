@@ -7,7 +7,7 @@ import os
 from django.core.asgi import get_asgi_application
 
 # Python's default GIL switch interval (5 ms): a 1 ms interval set here once showed no gain on queue_load at 1, 200
-# or 1,000 annotators (docs/operations/scaling-out.md), so the process keeps the interpreter's default.
+# or 1,000 annotators (benchmarks/results/2026-11-26.md), so the process keeps the interpreter's default.
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.config.settings")
 django_asgi_app = get_asgi_application()  # sets Django up before the imports below touch models

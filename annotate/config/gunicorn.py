@@ -3,7 +3,7 @@
 Sync workers, one request at a time per process: a request's queries then never wait for the interpreter behind
 another thread of its process (under ASGI every request shares its process with the event loop and the other
 requests' threads), and Django keeps one persistent connection per process (DB_CONN_MAX_AGE) instead of a pool.
-Measured against uvicorn alone in docs/operations/scaling-out.md.
+Measured against uvicorn alone: docs/operations/scaling-out.md, benchmarks/results/2026-11-26.md.
 """
 
 from annotate.server.env import env_int, env_str

@@ -5,7 +5,7 @@ opens an asgiref ``ThreadSensitiveContext`` per request, so such calls run in th
 context (a WebSocket) they all run in the one thread asgiref keeps per process. Every socket of a web process then
 waits behind every other socket's queries: the session and user lookups of Channels' auth stack on connect, the
 consumer's snapshots and draft autosaves. Under 1,000 annotators that one thread was the web tier's queue (draft
-autosave p95 3.5 s, p99 9 s: docs/operations/scaling-out.md).
+autosave p95 3.5 s, p99 9 s: benchmarks/results/2026-11-26.md).
 
 ``ThreadPerSocket`` opens a ``ThreadSensitiveContext`` (asgiref's public API, the one Django's ASGI handler uses per
 request) around each connection: the auth stack's lookups on connect run in a thread of that connection, which
