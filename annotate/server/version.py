@@ -11,12 +11,14 @@ from __future__ import annotations
 import tomllib
 from importlib import metadata
 from pathlib import Path
+from typing import TypeVar
 
 from django.http import HttpRequest, HttpResponseBase
 
 DISTRIBUTION = "feedback-lab"
 HEADER = "X-Feedback-Lab-Version"  # on every export download
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+Response = TypeVar("Response", bound=HttpResponseBase)
 
 
 class VersionUnknown(RuntimeError):
@@ -51,7 +53,7 @@ def version_context(request: HttpRequest) -> dict[str, str]:
     return {"feedback_lab_version": VERSION}
 
 
-def stamp(response: HttpResponseBase) -> HttpResponseBase:
+def stamp(response: Response) -> Response:
     """Mark a download with the version that made it."""
     response[HEADER] = VERSION
     return response

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from annotate.bench import selectors as bench_selectors
 from annotate.server.api_schema import errors, file_download
+from annotate.server.version import stamp
 from evaluation.bench.registration import run_tables
 from evaluation.exports.registry import render_tables
 from evaluation.exports.renderers.tables import render
@@ -27,7 +28,7 @@ def run_table_response(run, fmt: str) -> HttpResponse:
     text = render_tables(tables, fmt) if isinstance(tables, list) else render(tables, fmt)
     response = HttpResponse(text, content_type=RUN_TABLE_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="bench-run-{run.pk}-table.{fmt}"'
-    return response
+    return stamp(response)
 
 
 class BenchRunTableApi(APIView):

@@ -14,6 +14,7 @@ from annotate.errors import ApplicationError
 from annotate.models import Batch, BenchRun, ModelConfig, Round
 from annotate.people.access import researcher_required
 from annotate.server.throttles import job_creation_wait
+from annotate.server.version import stamp
 from evaluation.bench.apis import run_table_response
 from evaluation.bench.tables import comparison_tables, run_table
 from evaluation.exports.registry import render_tables
@@ -165,7 +166,7 @@ def bench_compare_download(request, run_id: int, fmt: str):
     run = bench_selectors.readable_run(request.user, run_id)
     response = HttpResponse(comparison_text(run, fmt), content_type=COMPARISON_FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="bench-run-{run.pk}-human-vs-lmm.{fmt}"'
-    return response
+    return stamp(response)
 
 
 @researcher_required
@@ -191,4 +192,4 @@ def bench_run_prompts(request, run_id: int):
             "prompts": run.prompts}
     response = HttpResponse(json.dumps(body, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="bench-run-{run.pk}-prompts.json"'
-    return response
+    return stamp(response)

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from annotate.errors import ApplicationError
 from annotate.models import Rating
 from annotate.people.access import batch_for_researcher, researcher_required
+from annotate.server.version import stamp
 from annotate.wording import shown
 from evaluation.exports import registry as exports
 from evaluation.exports.renderers.html import html_table
@@ -75,4 +76,4 @@ def batch_fire_export(request, batch_id: int, what: str, fmt: str):
     response = HttpResponse(text, content_type=content_type)
     suffix = f"-{by}" if what == "summary" else ""
     response["Content-Disposition"] = f'attachment; filename="{batch.name}-fire-{what}{suffix}.{fmt}"'
-    return response
+    return stamp(response)

@@ -7,6 +7,7 @@ import pytest
 
 from annotate.bench import engine
 from annotate.models import BenchRun, User
+from annotate.server.version import VERSION
 from tests.annotate.bench.test_bench_engine import EXPECTED, bench_batch  # noqa: F401  (the fixture)
 from tests.factories import UserFactory
 
@@ -99,7 +100,9 @@ def test_pages_start_a_run_and_show_progress_then_tables(client, researcher, sen
     assert 'id="bench-table"' in html and "66.7" in html and "Done" in html
     for fmt in ("csv", "md", "tex", "json"):
         assert client.get(f"/research/batches/{run.batch_id}/export/bench.{fmt}").status_code == 200
-    prompts = client.get(f"/research/bench/{run.pk}/prompts.json").json()
+    download = client.get(f"/research/bench/{run.pk}/prompts.json")
+    assert download["X-Feedback-Lab-Version"] == VERSION  # the run's files name the version that made them
+    prompts = download.json()
     assert "Do NOT state the correct answer" in prompts["prompts"]["provider"]["provider_detail"]
     assert prompts["receivers"] == ["r-one", "r-two"] and prompts["max_rounds"] == 3
 
