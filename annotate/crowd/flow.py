@@ -20,7 +20,7 @@ from django.utils import timezone
 from annotate.assignments import assignment_current
 from annotate.crowd.ending import participation_check
 from annotate.crowd.study import study_of
-from annotate.models import Assignment, Batch, CrowdStudy, Participation, ScreeningAnswer, User
+from annotate.models import Assignment, Batch, CrowdStudy, Participation, ProlificStudy, ScreeningAnswer, User
 from annotate.participation import CONSENT, ENDED, PRE_SURVEY, SCREENING, held_back
 from annotate.queue.services import nothing_to_serve, open_items_count
 from annotate.shares import Share, participant_share
@@ -67,14 +67,26 @@ class Where:
     @property
     def code(self) -> str:
         """The code this participant may be shown now: the completion code once finished, the study's code for
-        their end (declined, screened out) once ended; else none."""
+        their end (declined, screened out; ended by attention checks: the code the batch's Prolific study was
+        created with) once ended; else none."""
         if self.stage == FINISHED:
             return str(self.participation.batch.completion_code)
         if self.stage == ENDED:
+            reason = str(self.participation.end_reason)
+            if reason == Participation.End.ATTENTION:
+                return _attention_code(self.participation.batch)
             codes: dict[str, str] = {Participation.End.NO_CONSENT: self.study.no_consent_code,
                                      Participation.End.SCREENED_OUT: self.study.screened_out_code}
-            return codes.get(str(self.participation.end_reason), "")
+            return codes.get(reason, "")
         return ""
+
+
+def _attention_code(batch: Batch) -> str:
+    """The FAILED_ATTENTION_CHECK code among those the batch's Prolific study was created with ("" without one), so
+    a participant ended by attention checks can hand Prolific the code it maps to a review."""
+    sent = ProlificStudy.objects.filter(batch=batch).values_list("completion_codes", flat=True).first() or []
+    return next((str(c.get("code") or "") for c in sent
+                 if isinstance(c, dict) and c.get("code_type") == "FAILED_ATTENTION_CHECK"), "")
 
 
 def participation_of(user: User) -> Participation:
