@@ -27,6 +27,9 @@ class ReportFilters:
     date_from: dt.date | None = None  # completion date, inclusive (UTC)
     date_to: dt.date | None = None  # inclusive
     outcome: int | None = None  # corrected round 0..3 or NEVER; the session browser and exports only
+    # Not filters: a seeded train/test split by item for the preference data exports (evaluation.preference)
+    test_fraction: float | None = None  # the share of items in the test split, 0 < x < 1; None: no split
+    split_seed: int = 0
 
     @property
     def by_date(self) -> bool:
@@ -34,7 +37,8 @@ class ReportFilters:
 
     @property
     def active(self) -> bool:
-        return any(asdict(self).values()) or self.outcome == 0
+        filters = {key: value for key, value in asdict(self).items() if key not in SPLIT_FIELDS}
+        return any(filters.values()) or self.outcome == 0
 
     def completed_range(self) -> tuple[dt.datetime | None, dt.datetime | None]:
         """[start, end) datetimes in UTC covering the inclusive date range."""
@@ -50,6 +54,8 @@ class ReportFilters:
             "date_from": self.date_from.isoformat() if self.date_from else "",
             "date_to": self.date_to.isoformat() if self.date_to else "",
             "outcome": "" if self.outcome is None else ("never" if self.outcome == NEVER else str(self.outcome)),
+            "test_fraction": "" if self.test_fraction is None else repr(self.test_fraction),
+            "split_seed": str(self.split_seed) if self.test_fraction is not None and self.split_seed else "",
         }
         return {key: value for key, value in params.items() if value}
 
@@ -58,11 +64,12 @@ class ReportFilters:
 
     def describe(self) -> str:
         """One line for table notes, so an exported table says which subset it covers."""
-        parts = [f"{key}={value}" for key, value in self.query_params().items()]
+        parts = [f"{key}={value}" for key, value in self.query_params().items() if key not in SPLIT_FIELDS]
         return phrase("Filtered: %(filters)s", filters=", ".join(parts)) if parts else ""
 
 
 NO_FILTERS = ReportFilters()
+SPLIT_FIELDS = ("test_fraction", "split_seed")
 
 
 class ReportFilterForm(forms.Form):
@@ -72,12 +79,20 @@ class ReportFilterForm(forms.Form):
     date_from = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
     date_to = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
     outcome = forms.ChoiceField(required=False, choices=OUTCOME_CHOICES)
+    test_fraction = forms.FloatField(required=False, help_text="Share of items in the test split, between 0 and 1")
+    split_seed = forms.IntegerField(required=False, min_value=0)
 
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
         if data.get("date_from") and data.get("date_to") and data["date_from"] > data["date_to"]:
             raise forms.ValidationError("date_from is after date_to.")
+        fraction = data.get("test_fraction")
+        if fraction is not None and not 0 < fraction < 1:
+            self.add_error("test_fraction", f"{fraction} is not between 0 and 1 (0.2 puts a fifth of the items in "
+                                            "the test split).")
+        if data.get("split_seed") is not None and fraction is None:
+            self.add_error("split_seed", "A seed needs test_fraction (the split it seeds).")
         return data
 
     def filters(self) -> ReportFilters:
@@ -90,6 +105,8 @@ class ReportFilterForm(forms.Form):
             date_from=data.get("date_from"),
             date_to=data.get("date_to"),
             outcome=None if outcome == "" else (NEVER if outcome == "never" else int(outcome)),
+            test_fraction=data.get("test_fraction"),
+            split_seed=data.get("split_seed") or 0,
         )
 
 

@@ -67,6 +67,8 @@ CONTENT_TYPES = {
     "jsonl": "application/jsonl; charset=utf-8",
     "txt": "text/plain; charset=utf-8",
     "fire": "application/jsonl; charset=utf-8",
+    "parquet": "application/vnd.apache.parquet",
+    "zip": "application/zip",  # a data file with the images it names and its dataset card
 }
 EXTENSIONS = {"fire": "fire.jsonl"}
 

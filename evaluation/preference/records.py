@@ -8,8 +8,11 @@ a ``prompt``, a ``chosen`` and a ``rejected`` list of messages, each message's `
 rater's strict preference between two candidates of one item, so every pair traces back to its rater; ties are left
 out (a tie prefers nothing: they are in the per-response export). ``votes_*`` count the item's raters who preferred
 the chosen response, the rejected one, or neither, so a consensus subset is one filter away. Image paths are
-relative to the file in the study bundle (``data/images/<sha256>.png``). docs/user-guide/researchers.md lists
-every column.
+relative to the file: the study bundle's ``data/images/``, or the ``images/`` of the export's zip download, which
+holds the file, the images and its dataset card (evaluation.preference.dataset_files, also the Parquet files with
+the images inside). A study that shows no image has no ``images`` column: TRL takes a column of that name for
+vision data. An optional seeded train/test split by item adds a ``dataset_split`` column.
+docs/user-guide/researchers.md lists every column.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from annotate.models import Batch
 from annotate.rating.preference.services import DIMENSIONS
-from evaluation.preference.selectors import RatedItem, RaterJudgment, rated_items
+from evaluation.preference.selectors import RatedItem, RaterJudgment, batch_has_images, rated_items
 from evaluation.table import Table
 
 RESPONSE_COLUMNS = ["item", "question", "image", "source", "split", "candidate", "model", "response", "rater",
@@ -59,9 +62,9 @@ def _outcome(judgment: RaterJudgment, first: int, second: int) -> int | None:
     return None if a is None or b is None else (a < b) - (a > b)
 
 
-def dpo_records(item: RatedItem) -> Iterator[dict[str, Any]]:
+def dpo_records(item: RatedItem, *, with_images: bool = True) -> Iterator[dict[str, Any]]:
     """One record per (rater, pair of candidates the rater did not tie), chosen = the one ranked higher."""
-    images = [item.image] if item.image else []
+    images = {"images": [item.image] if item.image else []} if with_images else {}
     for first, second in itertools.combinations(range(1, len(item.responses) + 1), 2):
         outcomes = {j.rater: _outcome(j, first, second) for j in item.judgments}
         votes = {outcome: sum(1 for o in outcomes.values() if o == outcome) for outcome in (1, 0, -1)}
@@ -72,7 +75,7 @@ def dpo_records(item: RatedItem) -> Iterator[dict[str, Any]]:
             chosen, rejected = (first, second) if outcome > 0 else (second, first)
             yield {
                 "prompt": _prompt(item), "chosen": _answer(item.responses[chosen - 1]),
-                "rejected": _answer(item.responses[rejected - 1]), "images": images,
+                "rejected": _answer(item.responses[rejected - 1]), **images,
                 "item": item.item, "rater": judgment.rater, "ranking": judgment.ranking,
                 "chosen_candidate": chosen, "rejected_candidate": rejected,
                 "chosen_model": item.models[chosen - 1], "rejected_model": item.models[rejected - 1],
@@ -88,24 +91,47 @@ def _lines(records: Iterator[dict[str, Any]]) -> Iterator[bytes]:
         yield (json.dumps(record, ensure_ascii=False) + "\n").encode()
 
 
-def responses_jsonl(batch: Batch) -> Iterator[bytes]:
-    return _lines(record for item in rated_items(batch) for record in response_records(item))
+Split = dict[str, str]  # item -> "train" or "test" (evaluation.preference.dataset_files.split_items)
+SPLIT_COLUMN = "dataset_split"  # not "split": the records' own split field is exported under that name
 
 
-def dpo_jsonl(batch: Batch) -> Iterator[bytes]:
-    return _lines(record for item in rated_items(batch) for record in dpo_records(item))
+def _with_split(record: dict[str, Any], split: Split | None) -> dict[str, Any]:
+    return record if split is None else {**record, SPLIT_COLUMN: split[record["item"]]}
 
 
-def responses_table(batch: Batch) -> Table:
-    """The per-response export in long form for spreadsheets and pandas: one row per (response, rater)."""
-    rows: list[list[Any]] = []
+def response_stream(batch: Batch, split: Split | None = None) -> Iterator[tuple[RatedItem, dict[str, Any]]]:
+    """(item, record) of the per-response export, the item for what the record names (its image)."""
     for item in rated_items(batch):
         for record in response_records(item):
-            for rating in record["ratings"]:
-                rows.append([record["item"], record["question"], record["image"], record["source"], record["split"],
-                             record["candidate"], record["model"], record["response"], rating["rater"],
-                             *(rating[d] for d in DIMENSIONS), rating["reason"], rating["place"],
-                             rating["ranking"]])
-    return Table(title=f"Preference judgments per response — {batch.name}", columns=RESPONSE_COLUMNS, rows=rows,
+            yield item, _with_split(record, split)
+
+
+def dpo_stream(batch: Batch, split: Split | None = None) -> Iterator[tuple[RatedItem, dict[str, Any]]]:
+    """(item, record) of the pairs export; no ``images`` column when the study shows no image."""
+    with_images = batch_has_images(batch)
+    for item in rated_items(batch):
+        for record in dpo_records(item, with_images=with_images):
+            yield item, _with_split(record, split)
+
+
+def responses_jsonl(batch: Batch, split: Split | None = None) -> Iterator[bytes]:
+    return _lines(record for _, record in response_stream(batch, split))
+
+
+def dpo_jsonl(batch: Batch, split: Split | None = None) -> Iterator[bytes]:
+    return _lines(record for _, record in dpo_stream(batch, split))
+
+
+def responses_table(batch: Batch, split: Split | None = None) -> Table:
+    """The per-response export in long form for spreadsheets and pandas: one row per (response, rater)."""
+    rows: list[list[Any]] = []
+    for _, record in response_stream(batch, split):
+        for rating in record["ratings"]:
+            rows.append([record["item"], record["question"], record["image"], record["source"], record["split"],
+                         record["candidate"], record["model"], record["response"], rating["rater"],
+                         *(rating[d] for d in DIMENSIONS), rating["reason"], rating["place"],
+                         rating["ranking"], *([record[SPLIT_COLUMN]] if split is not None else [])])
+    columns = RESPONSE_COLUMNS + ([SPLIT_COLUMN] if split is not None else [])
+    return Table(title=f"Preference judgments per response — {batch.name}", columns=columns, rows=rows,
                  notes=["One row per (response, rater): final scores (1-5), the reason, the response's place in the "
                         "rater's final ranking (1 = best, tied responses share a place) and that ranking."])

@@ -11,8 +11,9 @@ from annotate.models import Batch, ImageBlob, Ranking, Rating
 from evaluation import kinds
 from evaluation.exports import registry as exports
 from evaluation.exports.bundle import BundleFile
+from evaluation.exports.filters import ReportFilters
 from evaluation.exports.renderers.tables import render
-from evaluation.preference import records
+from evaluation.preference import dataset_files, records
 from evaluation.preference.quality import preference_quality
 from evaluation.preference.reports import RAW_EXPORTS, preference_report, preference_table
 from evaluation.preference.selectors import check_preference_batch, preference_data, rated_items
@@ -36,6 +37,7 @@ RAW = (
      "two responses: prompt, chosen, rejected and images as TRL and Hugging Face datasets take them, with the rater, "
      "the models, scores, reasons and the item's votes (ties left out)"),
 )
+PARQUET_WHAT = "The same records as Parquet with the images inside (load_dataset(\"parquet\", ...) gives PIL images)"
 DOWNLOADS = (*(name for name, *_ in TABLES), "preference-responses", "preference-dpo", "costs")
 # InterFeedback's exports, which a preference batch has nothing for: refused with a pointer to its own.
 NOT_FOR_PREFERENCE = ("accuracy", "correction", "fig4", "fig5", "sessions")
@@ -49,14 +51,24 @@ def _judged(batch: Batch) -> None:
         raise ApplicationError(f"Batch {batch.name!r} has no final judgments to export yet.", code="no_judgments")
 
 
-def _responses(batch: Batch, fmt: str, filters) -> exports.Built:
-    _judged(batch)
-    return records.responses_table(batch) if fmt == "csv" else records.responses_jsonl(batch)
+def _asked(filters: ReportFilters) -> dataset_files.SplitAsked | None:
+    """The train/test split by item the download asked for (``test_fraction``, ``split_seed``), if any."""
+    if filters.test_fraction is None:
+        return None
+    return dataset_files.SplitAsked(test_fraction=filters.test_fraction, seed=filters.split_seed)
 
 
-def _dpo(batch: Batch, fmt: str, filters) -> exports.Built:
+def _raw(name: str, batch: Batch, fmt: str, filters: ReportFilters) -> exports.Built:
     _judged(batch)
-    return records.dpo_jsonl(batch)
+    asked = _asked(filters)
+    if fmt == "zip":
+        return dataset_files.export_zip(batch, name, asked)
+    split = dataset_files.batch_split(batch, asked)
+    if fmt == "parquet":
+        return dataset_files.export_parquet(batch, name, split)
+    if name == "preference-dpo":
+        return records.dpo_jsonl(batch, split)
+    return records.responses_table(batch, split) if fmt == "csv" else records.responses_jsonl(batch, split)
 
 
 def refusal(batch: Batch, name: str) -> str | None:
@@ -97,6 +109,15 @@ def bundle_files(batch: Batch, skipped: dict[str, str]) -> Iterator[BundleFile]:
     for name, fmt, path, what in RAW:
         yield BundleFile(path, what, lines=exports.build_export(batch, name, fmt).stream) if fmt == "jsonl" else \
             BundleFile(path, what, exports.build_export(batch, name, fmt).read())
+    configs = []
+    for name in ("preference-dpo", "preference-responses"):
+        config, files = dataset_files.parquet_files(batch, name, None)
+        configs.append(config)
+        for path, content in files.items():
+            yield BundleFile(f"data/{path}", f"{PARQUET_WHAT}: {name}", content)
+    yield BundleFile("data/README.md", "The dataset card of data/: features, splits and sizes (YAML front matter), "
+                     "how the pairs were made, the raters' agreement; load_dataset(\"data\") reads it",
+                     dataset_files.dataset_card(batch, configs, None))
     blobs = {item.image_blob: item.image for item in rated_items(batch) if item.image_blob is not None}
     for blob in ImageBlob.objects.filter(pk__in=list(blobs)).order_by("sha256"):
         with blob.file.open("rb") as handle:
@@ -107,8 +128,9 @@ def bundle_files(batch: Batch, skipped: dict[str, str]) -> Iterator[BundleFile]:
 for _export, _table, _stem, _what in TABLES:
     exports.register_export(_export, exports.TABLE_FORMATS,
                             lambda batch, fmt, filters, table=_table: preference_table(batch, table))
-for _export, _build in (("preference-responses", _responses), ("preference-dpo", _dpo)):
-    exports.register_export(_export, dict(RAW_EXPORTS)[_export], _build)
+for _export in ("preference-responses", "preference-dpo"):
+    exports.register_export(_export, dict(RAW_EXPORTS)[_export],
+                            lambda batch, fmt, filters, name=_export: _raw(name, batch, fmt, filters))
 kinds.register(kinds.StudyKind(kind=Batch.Kind.PREFERENCE, downloads=DOWNLOADS, bundle_files=bundle_files,
                                report_sections=report_sections, bundle_summary=bundle_summary, refuses=refusal,
                                quality=preference_quality, report_actions=("quality", *kinds.COMMON_ACTIONS)))

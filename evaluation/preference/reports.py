@@ -36,7 +36,9 @@ from evaluation.table import Table
 PREFERENCE_FORMATS = ("csv", "md", "json", "tex")
 PREFERENCE_TABLES = ("pairs", "agreement", "kappa", "scores")
 # The raw judgments, batch exports of their own (evaluation.preference.records): name -> formats
-RAW_EXPORTS = (("preference-responses", ("jsonl", "csv")), ("preference-dpo", ("jsonl",)))
+# (zip: the JSON lines with their images, Parquet and the dataset card; parquet: the images inside)
+RAW_EXPORTS = (("preference-responses", ("zip", "parquet", "jsonl", "csv")),
+               ("preference-dpo", ("zip", "parquet", "jsonl")))
 LEFT_OUT_SHOWN = 5
 
 

@@ -167,6 +167,11 @@ class RatedItem:
     judgments: list[RaterJudgment]  # by rater pseudonym
 
 
+def batch_has_images(batch: Batch) -> bool:
+    """Whether any item of the batch shows an image (its pairs then have an ``images`` column)."""
+    return Conversation.objects.filter(batch=batch, image__isnull=False).exists()
+
+
 def _image_path(sha256: str, file_name: str) -> str:
     suffix = PurePosixPath(file_name).suffix or ".png"
     return f"images/{sha256}{suffix}"

@@ -27,7 +27,8 @@ class Command(BaseCommand):
                                                     "(default: the batch's latest finished run)")
         parser.add_argument("--table", required=True, choices=list(exports.EXPORTS), help="What to export")
         parser.add_argument("--format", required=True, choices=ALL_FORMATS, dest="fmt",
-                            help="csv|md|tex|json (tables), png|svg (tables and figures), jsonl|fire (sessions)")
+                            help="csv|md|tex|json (tables), png|svg (tables and figures), jsonl|fire (sessions), "
+                                 "parquet|zip (preference data with their images)")
         parser.add_argument("--out", help="Output file (default: standard output; required for png)")
         parser.add_argument("--model", default="", help="Only this model (name)")
         parser.add_argument("--category", default="", help="Only this category")
@@ -35,10 +36,13 @@ class Command(BaseCommand):
         parser.add_argument("--date-from", default="", help="Completed on or after (YYYY-MM-DD, UTC)")
         parser.add_argument("--date-to", default="", help="Completed on or before (YYYY-MM-DD, UTC)")
         parser.add_argument("--outcome", default="", help="Sessions only: 0|1|2|3|never")
+        parser.add_argument("--test-fraction", default="", help="preference-dpo, preference-responses: a train/test "
+                                                                "split by item, this share of the items in test")
+        parser.add_argument("--split-seed", default="", help="The split's seed (default 0)")
 
     def handle(self, *args, batch: str | None, run: int | None, table: str, fmt: str, out: str | None, **options):
-        if fmt == "png" and not out:
-            raise CommandError("PNG is binary: give --out FILE.")
+        if fmt in ("png", "parquet", "zip") and not out:
+            raise CommandError(f"{fmt.upper()} is binary: give --out FILE.")
         if run is not None and table not in RUN_EXPORTS:
             raise CommandError(f"--run is for the run tables ({', '.join(RUN_EXPORTS)}), not {table}.")
         chosen = BenchRun.objects.select_related("batch").filter(pk=run).first() if run is not None else None
@@ -49,7 +53,8 @@ class Command(BaseCommand):
         try:
             exports.check_export(table, fmt)
             filters = parse_filters({key: options[key] for key in
-                                     ("model", "category", "annotator", "date_from", "date_to", "outcome")})
+                                     ("model", "category", "annotator", "date_from", "date_to", "outcome",
+                                      "test_fraction", "split_seed")})
             the_batch = selectors.batch_by_name(batch) if batch is not None else chosen.batch
             export = (build_run_export(the_batch, table, fmt, chosen) if chosen is not None
                       else exports.build_export(the_batch, table, fmt, filters))
@@ -60,7 +65,7 @@ class Command(BaseCommand):
                         handle.write(chunk)
                 self.stderr.write(f"Wrote {out}")
             else:
-                for chunk in chunks:  # every format but PNG is text
+                for chunk in chunks:  # every format but PNG, Parquet and zip is text
                     self.stdout.write(chunk.decode(), ending="")
         except ApplicationError as error:
             raise CommandError(error.message) from None

@@ -188,10 +188,11 @@ def test_api_downloads_the_raw_exports(api_client, study, researcher, annotator,
     csv_response = api_client.get(f"/api/batches/{study.id}/tables/preference-responses.csv")
     assert csv_response.status_code == 200 and csv_response.content.startswith(b"item,question,image,")
     report = api_client.get(f"/api/batches/{study.id}/preferences/").json()
-    assert report["exports"]["preference-dpo"] == [f"/api/batches/{study.id}/tables/preference-dpo.jsonl"]
+    assert report["exports"]["preference-dpo"] == [f"/api/batches/{study.id}/tables/preference-dpo.{fmt}"
+                                                   for fmt in ("zip", "parquet", "jsonl")]
     # Bad input: a format the export has not, an InterFeedback export, an unknown export.
     bad = api_client.get(f"/api/batches/{study.id}/tables/preference-dpo.csv")
-    assert bad.status_code == 400 and "expected one of jsonl" in bad.json()["detail"]
+    assert bad.status_code == 400 and "expected one of zip, parquet, jsonl" in bad.json()["detail"]
     sessions = api_client.get(f"/api/batches/{study.id}/tables/accuracy.csv")
     assert sessions.status_code == 400 and "it has no InterFeedback sessions" in sessions.json()["detail"]
     assert api_client.get(f"/api/batches/{study.id}/tables/preference-votes.jsonl").status_code == 404
