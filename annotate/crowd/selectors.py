@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotate.crowd.services import PROLIFIC_PARAMS, invite_token_create
-from annotate.models import Assignment, Batch, InviteLink, User
+from annotate.models import Assignment, Batch, InviteLink, Participation, User
 from annotate.shares import counted_skips
 
 
@@ -63,3 +63,19 @@ def invite_links_usage(*, batch: Batch) -> list[InviteLinkUse]:
 
 def invite_link_of_batch(*, batch: Batch, link_id: int) -> InviteLink | None:
     return InviteLink.objects.filter(batch=batch, pk=link_id).select_related("batch").first()
+
+
+def participant_returning(*, batch: Batch, prolific_pid: str | None, current_user: User | None) -> bool:
+    """Whether the person opening one of ``batch``'s invite links already took part in it (an item, or a step of its
+    study), so the join page greets them back: the PID's account of this batch, else the participant of this batch
+    signed in in this browser. Read only: opening the link creates nothing."""
+    if prolific_pid:
+        user = User.objects.filter(external_id=prolific_pid.strip(), crowd_batch=batch).first()
+    elif current_user is not None and current_user.is_authenticated and current_user.crowd_batch_id == batch.pk:
+        user = current_user
+    else:
+        return False
+    if user is None:
+        return False
+    started = Q(consented_at__isnull=False) | Q(screened_at__isnull=False) | Q(pre_survey_at__isnull=False)
+    return Assignment.objects.filter(annotator=user).exists() or Participation.objects.filter(started, user=user).exists()

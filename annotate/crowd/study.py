@@ -102,7 +102,7 @@ def study_settings_clean(raw: Any, *, name: str = "study") -> tuple[dict[str, An
         if not isinstance(text, str) or len(text) > MAX_CONSENT_CHARS:
             problems.append((f"{name}.consent", f"Markdown text of at most {MAX_CONSENT_CHARS:,} characters"))
         else:
-            clean["consent"] = text.strip()
+            clean["consent"] = text.replace("\r\n", "\n").replace("\r", "\n").strip()  # a browser's form sends \r\n
     for key in ("no_consent_code", "screened_out_code"):
         if key in raw:
             clean[key] = _code(raw[key] or "", f"{name}.{key}", problems)

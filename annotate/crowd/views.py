@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from annotate.crowd import selectors as crowd_selectors
 from annotate.crowd import services as crowd
 from annotate.crowd.flow import FINISHED, ITEMS, participant_where
 from annotate.crowd.participant_views import platform_url
@@ -31,6 +32,8 @@ def join(request, token: str):
                "query": request.META.get("QUERY_STRING", ""),
                "instructions_html": markdown_to_html(invite.batch.instructions)}
     if request.method == "GET":
+        context["returning"] = crowd_selectors.participant_returning(batch=invite.batch, prolific_pid=pid,
+                                                                     current_user=request.user)
         return render(request, "annotate/join_start.html", context)
     try:
         user = crowd.participant_for_invite(invite=invite, prolific_pid=pid, current_user=request.user)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from django.urls import reverse
 
 from annotate.crowd import services as crowd
-from annotate.models import User
+from annotate.crowd.study import study_update
+from annotate.models import Batch, User
+from tests.factories import make_batch
 
 CONSENT = "You will judge an AI model's answers. **Your answers are kept under a pseudonym.**"
 SCREENING = [
@@ -34,3 +36,14 @@ def join(client, batch, pid: str | None = None) -> User:
     response = client.post(reverse("crowd-join", args=[token]) + query)
     assert response.status_code == 302, response.content
     return User.objects.get(pk=client.session["_auth_user_id"])
+
+
+def study_batch(model, *, study: bool = True) -> Batch:
+    """A batch of three items, one per participant, completion code ALL-DONE; with ``study``, the study above."""
+    batch = make_batch(models=[model], tasks=3)
+    crowd.batch_set_completion_code(batch=batch, code="ALL-DONE")
+    Batch.objects.filter(pk=batch.pk).update(items_per_participant=1)
+    batch.refresh_from_db()
+    if study:
+        study_update(batch=batch, settings=STUDY)
+    return batch

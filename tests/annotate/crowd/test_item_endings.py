@@ -12,8 +12,7 @@ from annotate.crowd.ending import participation_end, participations_time_out
 from annotate.crowd.study import study_update
 from annotate.models import Assignment, Participation, Session
 from annotate.queue.services import assignment_next
-from tests.annotate.crowd.test_participant_matrix import _batch
-from tests.annotate.crowd.study_data import join
+from tests.annotate.crowd.study_data import join, study_batch
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
 
@@ -21,7 +20,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
 @pytest.fixture
 def working(client, simulated_model):
     """A participant with an item under way: (their session, their participation)."""
-    batch = _batch(simulated_model, study=False)
+    batch = study_batch(simulated_model, study=False)
     user = join(client, batch)
     assignment = assignment_next(annotator=user)
     return assignment.session, Participation.objects.get(user=user)

@@ -10,8 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotate.queue.services import assignment_next
-from tests.annotate.crowd.study_data import join
-from tests.annotate.crowd.test_participant_matrix import _batch
+from tests.annotate.crowd.study_data import join, study_batch
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
 
@@ -21,7 +20,7 @@ def _top_bar_name(html: str) -> str:
 
 
 def test_the_participant_and_the_researchers_use_the_same_pseudonym(client, simulated_model, researcher):
-    batch = _batch(simulated_model, study=False)
+    batch = study_batch(simulated_model, study=False)
     batch.members.add(researcher)
     user = join(client, batch, pid="pid-one-name")
     session = assignment_next(annotator=user).session

@@ -22,9 +22,8 @@ from annotate.crowd.ending import participation_end, participations_time_out
 from annotate.crowd.study import study_update
 from annotate.models import Batch, Participation, Session, User
 from annotate.queue.services import assignment_next
-from tests.annotate.crowd.study_data import POST_ANSWERS, PRE_ANSWERS, STUDY, join
+from tests.annotate.crowd.study_data import POST_ANSWERS, PRE_ANSWERS, join, study_batch
 from tests.annotate.helpers import finish
-from tests.factories import make_batch
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_dispatch")]
 
@@ -36,16 +35,6 @@ class State:
     user: User | None
     session_id: int  # the session of the item they held or hold, else NO_SESSION
     stage: str  # the study's stage (annotate.crowd.flow), or "anonymous"
-
-
-def _batch(simulated_model, *, study: bool) -> Batch:
-    batch = make_batch(models=[simulated_model], tasks=3)
-    crowd.batch_set_completion_code(batch=batch, code="ALL-DONE")
-    Batch.objects.filter(pk=batch.pk).update(items_per_participant=1)
-    batch.refresh_from_db()
-    if study:
-        study_update(batch=batch, settings=STUDY)
-    return batch
 
 
 def _consent(client, batch) -> State:
@@ -186,7 +175,7 @@ def _send(client: Client, method: str, url: str, body: dict | None, as_json: boo
 
 @pytest.mark.parametrize("name", list(BUILDERS))
 def test_no_participant_url_answers_a_server_error(client, simulated_model, name):
-    batch = _batch(simulated_model, study=True)
+    batch = study_batch(simulated_model)
     state = BUILDERS[name](client, batch)
     _, token = crowd.invite_link_create(batch=batch, label="matrix")
     failures = []
@@ -205,7 +194,7 @@ def test_no_participant_url_answers_a_server_error(client, simulated_model, name
 
 @pytest.mark.parametrize("name", list(ENDS))
 def test_an_ended_participant_is_sent_to_their_end_page_never_to_an_item(client, simulated_model, name):
-    batch = _batch(simulated_model, study=True)
+    batch = study_batch(simulated_model)
     state = BUILDERS[name](client, batch)
     assert Participation.objects.get(user=state.user).end_reason == ENDS[name]
     study = reverse("crowd-study")
@@ -228,7 +217,7 @@ def test_an_ended_participant_is_sent_to_their_end_page_never_to_an_item(client,
 
 
 def test_a_finished_participant_keeps_their_code_on_every_page_of_the_study(client, simulated_model):
-    batch = _batch(simulated_model, study=True)
+    batch = study_batch(simulated_model)
     _finished(client, batch)
     for url in (reverse("crowd-consent"), reverse("crowd-screening"), reverse("crowd-survey", args=["post"])):
         assert client.get(url)["Location"] == reverse("crowd-done"), url
@@ -238,7 +227,7 @@ def test_a_finished_participant_keeps_their_code_on_every_page_of_the_study(clie
 
 
 def test_a_participant_who_has_not_started_an_item_gets_pages_not_errors(client, simulated_model):
-    batch = _batch(simulated_model, study=False)  # a study that asks nothing besides the items
+    batch = study_batch(simulated_model, study=False)  # a study that asks nothing besides the items
     user = join(client, batch)
     _, token = crowd.invite_link_create(batch=batch, label="matrix")
     for method, url, body, as_json in _requests(token, NO_SESSION):
