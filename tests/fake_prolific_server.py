@@ -154,7 +154,7 @@ class _Routes:
         before, after = TRANSITIONS[action]
         if before is not None and study["status"] != before:
             return 400, {"error": {"status": 400, "title": "Invalid transition.",
-                                   "detail": f"A {study['status']} study cannot {action}."}}
+                                   "detail": f"The study is {study['status']}: it cannot {action}."}}
         study["status"] = after
         return 200, _study_answer(study)
 

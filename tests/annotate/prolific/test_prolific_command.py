@@ -94,5 +94,5 @@ def test_bad_input_reads_as_one_sentence(fake, batch):
         run("approve", "--batch", batch.name)
     with pytest.raises(CommandError, match="at least 100 characters"):
         run("reject", "--batch", batch.name, "--participant", "pid-x", "--category", "OTHER", "--message", "no")
-    with pytest.raises(CommandError, match="^Prolific refused this: Invalid transition; A UNPUBLISHED study cannot"):
+    with pytest.raises(CommandError, match="^Prolific refused this: Invalid transition; The study is UNPUBLISHED: it cannot PAUSE"):
         run("pause", "--batch", batch.name)
