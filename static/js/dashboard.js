@@ -54,7 +54,7 @@
 
   function render(d) {
     ["done", "in_progress", "left", "needed"].forEach(function (key) { text("total-" + key, d.totals[key]); });
-    text("pace", d.pace_per_hour);
+    text("pace", Number(d.pace_per_hour).toFixed(1)); // the unit ("completed") stands beside it
     var short = Boolean(d.capacity && d.capacity.short);
     text("eta", short ? document.getElementById("eta").dataset.cannotFinish : duration(d.eta_seconds));
     document.getElementById("capacity").hidden = !short;
