@@ -9,7 +9,7 @@ Usage:
 
 What runs (all on loopback addresses): a scratch database ``<name>_failover_<pid>`` (dropped at the end) with the
 load benchmark's data (``queue_load.py``: a batch of ``--tasks`` tasks x 1 simulated model, three feedback rounds
-and answers streamed in chunks as in ``soak.py``), an embedded Redis, one Celery worker and celery beat shared by
+and answers streamed word by word as in ``soak.py``), an embedded Redis, one Celery worker and celery beat shared by
 both nodes (they stand for the model servers), and two web nodes, each as a crowd study deploys one
 (docs/operations/deployment.md): gunicorn's sync processes for HTTP and a uvicorn process for the WebSockets.
 Debian's nginx (installed with apt-get when missing) runs in the foreground on a free loopback port with the
@@ -83,8 +83,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--restart-at", type=float, default=60, help="s into the run when it starts again")
     parser.add_argument("--ramp", type=float, default=10, help="the annotators start over this many s")
     parser.add_argument("--think", type=float, default=4.0, help="mean s typing each feedback and reading an outcome")
-    parser.add_argument("--chunk-delay", type=float, default=0.05, help="s between the simulated model's chunks")
+    parser.add_argument("--chunk-delay", type=float, default=0.005,
+                        help="s between the simulated model's words (short: items end and pages open new sockets "
+                             "during the run, so the spread back after the restart shows)")
+    parser.add_argument("--celery-concurrency", type=int, default=4, help="the shared worker's processes")
     parser.add_argument("--http-workers", type=int, default=2, help="gunicorn's sync processes per node")
+    parser.add_argument("--upstream-options", default="",
+                        help="parameters of each upstream server line, e.g. 'max_fails=0' (default: none, nginx's "
+                             "max_fails=1 fail_timeout=10s)")
     parser.add_argument("--drain", type=float, default=30, help="s for rounds under way to finish after the run")
     args = parser.parse_args()
     if not args.ramp < args.kill_at < args.restart_at < args.seconds:
@@ -141,12 +147,15 @@ def ensure_nginx() -> str:
     return "/usr/sbin/nginx"
 
 
-def render_nginx(directory: Path, port: int, nodes: list[Node]) -> Path:
+def render_nginx(directory: Path, port: int, nodes: list[Node], options: str = "") -> Path:
     """docker/nginx-split.conf with both nodes in each upstream, listening on a loopback port, wrapped in a whole
     nginx.conf that runs in the foreground, writes only under ``directory`` and logs each request's node."""
     site = NGINX_CONF.read_text()
-    asgi = " ".join(f"server 127.0.0.1:{node.ws_port};" for node in nodes)
-    wsgi = " ".join(f"server 127.0.0.1:{node.http_port};" for node in nodes)
+    if ";" in options or "{" in options or "}" in options:
+        raise ValueError(f"--upstream-options must be parameters of a server line, not {options!r}")
+    extra = f" {options}" if options else ""
+    asgi = " ".join(f"server 127.0.0.1:{node.ws_port}{extra};" for node in nodes)
+    wsgi = " ".join(f"server 127.0.0.1:{node.http_port}{extra};" for node in nodes)
     replacements = {"upstream asgi { server web:8000; }": f"upstream asgi {{ {asgi} }}",
                     "upstream wsgi { server web-http:8001; }": f"upstream wsgi {{ {wsgi} }}",
                     "listen 80;": f"listen 127.0.0.1:{port};"}
@@ -537,14 +546,15 @@ def main() -> None:
         from annotate.server import embedded_redis
 
         embedded_redis.ensure_running(settings.VAR_DIR)
-        procs += [start_worker(env, logs, 2), start_beat(env, var_dir, logs)]
+        procs += [start_worker(env, logs, args.celery_concurrency), start_beat(env, var_dir, logs)]
         for node in nodes:
             node.start(env, logs, args.http_workers)
         port = free_port()
-        procs.append(start_nginx(nginx, render_nginx(proxy_dir, port, nodes), port, logs))
+        procs.append(start_nginx(nginx, render_nginx(proxy_dir, port, nodes, args.upstream_options), port, logs))
         base = f"http://127.0.0.1:{port}"
-        print(f"proxy: nginx on {base} (docker/nginx-split.conf, two upstreams); 2 nodes of gunicorn "
-              f"({args.http_workers} sync processes) + uvicorn (1); 1 Celery worker and beat; {args.annotators} "
+        upstream = f", upstream servers with {args.upstream_options!r}" if args.upstream_options else ""
+        print(f"proxy: nginx on {base} (docker/nginx-split.conf, two upstreams{upstream}); 2 nodes of gunicorn "
+              f"({args.http_workers} sync processes) + uvicorn (1); 1 Celery worker (-c {args.celery_concurrency}) and beat; {args.annotators} "
               f"annotators; {node_kill_plan(args)}; {os.cpu_count()} CPUs", flush=True)
         sockets: list = []
         run = run_client(drive(base, credentials[1:], args, nodes[0], env, logs, nodes, sockets))
