@@ -107,3 +107,12 @@ def test_the_invite_forms_inputs_are_typed_like_the_apps_other_forms(simulated_m
     inputs = re.findall(r"<input[^>]*>", form)
     visible = [i for i in inputs if 'type="hidden"' not in i]
     assert len(visible) == 4 and all(re.search(r'type="(text|number)"', i) for i in visible)
+
+
+def test_the_dashboards_pace_has_a_unit_and_one_decimal(simulated_model, researcher):
+    batch = study_batch(simulated_model, study=False)
+    batch.members.add(researcher)
+    staff = Client()
+    staff.force_login(researcher)
+    html = staff.get(reverse("research-dashboard", args=[batch.pk])).content.decode()
+    assert re.search(r'<span id="pace">\d+\.\d</span> completed</dd>', html)
