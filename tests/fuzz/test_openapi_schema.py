@@ -61,7 +61,8 @@ def test_output_fields_always_present_are_required(schema):
     snapshot = schema["components"]["schemas"]["SessionSnapshot"]
     assert "ground_truth" not in snapshot["required"] and "judging_reference" not in snapshot["required"]
     assert set(snapshot["properties"]) - set(snapshot["required"]) == {"ground_truth", "judging_reference",
-                                                                       "finished_at"}  # once finished
+                                                                       "finished_at",  # once finished
+                                                                       "ended_as"}  # once abandoned
     job = schema["components"]["schemas"]["Job"]
     assert {"done", "hint", "url"} <= set(job["required"])  # read-only (method) fields
     assert schema["components"]["schemas"]["JobStatusEnum"]["enum"] == ["queued", "running", "succeeded", "failed"]
