@@ -41,3 +41,11 @@ def test_the_participant_and_the_researchers_use_the_same_pseudonym(client, simu
 def test_annotators_with_an_account_keep_their_username(client, annotator):
     client.force_login(annotator)
     assert _top_bar_name(client.get(reverse("home")).content.decode()) == annotator.username
+
+
+def test_the_no_access_page_names_a_participant_by_their_pseudonym(client, simulated_model):
+    batch = study_batch(simulated_model, study=False)
+    user = join(client, batch)
+    page = client.get(reverse("research-invites", args=[batch.pk]))  # a researchers' page
+    html = page.content.decode()
+    assert page.status_code == 403 and f"({user.pseudonym}, annotator)" in html and user.username not in html
