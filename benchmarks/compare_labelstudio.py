@@ -159,12 +159,12 @@ def stop_process(proc: subprocess.Popen | None) -> None:
 
 
 class Api:
-    """One keep-alive connection to Label Studio with its API token; each call returns (status, JSON, ms)."""
+    """One keep-alive connection with an API token; each call returns (status, JSON, ms)."""
 
-    def __init__(self, base: str, token: str):
+    def __init__(self, base: str, token: str, content_type: str = "application/json"):
         parts = urlsplit(base)
         self.connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=600)
-        self.headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+        self.headers = {"Authorization": f"Token {token}", "Content-Type": content_type}
 
     def call(self, method: str, path: str, body: bytes | None = None) -> tuple[int, object, float]:
         start = time.perf_counter()
@@ -219,36 +219,70 @@ def import_label_studio(api: Api, records: list[dict]) -> tuple[int, float]:
     return project["id"], ms / 1000
 
 
-def import_ours(records: list[dict], workdir: Path) -> float:
-    """Seconds of ``batch_import`` of the records as tasks.jsonl."""
-    from annotate.imports.batches import batch_import
-
+def import_ours_api(base: str, token: str, records: list[dict], workdir: Path) -> float:
+    """Seconds from sending ``POST /api/imports/`` (tasks.jsonl as a multipart upload) to the import job seen done
+    (a Celery worker runs it; its status is read every 20 ms)."""
     path = workdir / "tasks.jsonl"
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    boundary = f"compare{os.urandom(8).hex()}"
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+             for name, value in (("name", BATCH_NAME), ("kind", "interfeedback"))]
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="tasks.jsonl"\r\n'
+                 "Content-Type: application/octet-stream\r\n\r\n".encode() + path.read_bytes()
+                 + f"\r\n--{boundary}--\r\n".encode())
+    api = Api(base, token, content_type=f"multipart/form-data; boundary={boundary}")
+    body = b"".join(parts)
     start = time.perf_counter()
-    report = batch_import(path=path, name=BATCH_NAME, kind="interfeedback")
+    status, job, _ = api.call("POST", "/api/imports/", body)
+    if status != 202:
+        sys.exit(f"our import API answered {status}: {job}")
+    url = job["url"]
+    while True:
+        status, job, _ = api.call("GET", url)
+        if status != 200 or job["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.02)
+    seconds = time.perf_counter() - start
+    if status != 200 or job["status"] != "succeeded":
+        sys.exit(f"our import job ended {status} {job.get('status')}: {job.get('error') or job}")
+    return seconds
+
+
+def import_ours_in_process(records: list[dict], workdir: Path) -> float:
+    """Seconds of ``batch_import`` of the same file into a second batch in this process (as import_speed.py):
+    the import itself, without the upload and the job."""
+    from annotate.imports.batches import batch_import
+
+    start = time.perf_counter()
+    report = batch_import(path=workdir / "tasks.jsonl", name=BATCH_NAME + "-in-process", kind="interfeedback")
     seconds = time.perf_counter() - start
     if not report.ok or report.counts.get("created") != len(records):
         sys.exit(f"our import failed:\n{report.render()}")
     return seconds
 
 
-def prepare_ours_for_serving() -> list[tuple[str, str]]:
-    """One simulated model, one round after the first answer, overlap 1 (as queue_load.py); one annotator.
-    Returns that annotator's (API token, session cookie)."""
+def our_people() -> tuple[str, list[tuple[str, str]]]:
+    """An admin's API token (for the import) and one annotator's (API token, session cookie)."""
     from rest_framework.authtoken.models import Token
 
-    from annotate.imports.batches import batch_settings_apply
-    from annotate.models import Batch, ModelConfig, User
+    from annotate.models import ModelConfig, User
 
     ModelConfig.objects.create(name="bench-sim", backend=ModelConfig.Backend.SIMULATED,
                                backend_settings={"chunk_delay": 0})
+    admin = User.objects.create(username="bench-admin", pseudonym="bench-admin", role=User.Role.ADMIN, password="!")
+    user = User.objects.create(username="bench-0000", pseudonym="bench-0000", role=User.Role.ANNOTATOR, password="!")
+    return Token.objects.create(user=admin).key, _credentials([Token.objects.create(user=user)])
+
+
+def serve_ours() -> None:
+    """The imported batch served as queue_load.py serves its own: one simulated model, one round after the first
+    answer, overlap 1."""
+    from annotate.imports.batches import batch_settings_apply
+    from annotate.models import Batch
+
     batch_settings_apply(batch=Batch.objects.get(name=BATCH_NAME),
                          settings={"models": "bench-sim", "max_rounds": 1, "overlap": 1})
-    user = User.objects.create(username="bench-0000", pseudonym="bench-0000", role=User.Role.ANNOTATOR, password="!")
-    token = Token.objects.create(user=user)
     analyze()
-    return _credentials([token])
 
 
 # --- the two walks -------------------------------------------------------------------------------------------------
@@ -282,7 +316,8 @@ def walk_ours(base: str, ws_base: str, credentials: list[tuple[str, str]], items
 # --- the figures ---------------------------------------------------------------------------------------------------
 
 
-def print_figures(args, ls_import: float, ours_import: float, ls_walk: dict, ours_walk: dict) -> None:
+def print_figures(args, ls_import: float, ours_import: float, in_process: float, ls_walk: dict,
+                  ours_walk: dict) -> None:
     def ratio(theirs: float, ours: float) -> str:
         return f"{theirs / ours:.1f}x" if ours > 0 else "n/a"
 
@@ -291,8 +326,10 @@ def print_figures(args, ls_import: float, ours_import: float, ls_walk: dict, our
           f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}; machine speed {reference_workload_ms():.1f} ms)")
     print(f"  {'':<30}{'ours':>12}{'Label Studio':>16}{'ratio (ours better by)':>26}")
     ours_rate, ls_rate = args.tasks / ours_import, args.tasks / ls_import
-    print(f"  {'import, tasks/s':<30}{ours_rate:>12,.0f}{ls_rate:>16,.0f}{ratio(ours_rate, ls_rate):>26}")
-    print(f"  {'import, seconds':<30}{ours_import:>12.2f}{ls_import:>16.2f}")
+    print(f"  {'import (API), tasks/s':<30}{ours_rate:>12,.0f}{ls_rate:>16,.0f}{ratio(ours_rate, ls_rate):>26}")
+    print(f"  {'import (API), seconds':<30}{ours_import:>12.2f}{ls_import:>16.2f}")
+    inner = args.tasks / in_process
+    print(f"  {'  ours in process, tasks/s':<30}{inner:>12,.0f}{'':>16}{ratio(inner, ls_rate):>26}")
     for key, label in (("next", "next item"), ("submit", "submit")):
         for q, name in ((0.5, "p50"), (0.95, "p95")):
             ours, theirs = percentile(ours_walk[key], q), percentile(ls_walk[key], q)
@@ -321,24 +358,26 @@ def main() -> None:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
+        admin_token, credentials = our_people()
+        options = SimpleNamespace(server="split", web_workers=1, http_workers=3, pool=8, celery_concurrency=2,
+                                  probe=False)
+        procs, base, ws_base, described = start_processes(env, var_dir, options)
+        print(f"ours: {described}", flush=True)
         records = make_records(args.tasks)
         api = Api(ls_base, token)
         print(f"import of {args.tasks:,} text tasks: machine speed {reference_workload_ms():.1f} ms "
               f"(lower is faster)", flush=True)
         project_id, ls_import = import_label_studio(api, records)
         print(f"  Label Studio {ls_import:.2f} s", flush=True)
-        ours_import = import_ours(records, workdir)
+        ours_import = import_ours_api(base, admin_token, records, workdir)
         print(f"  ours {ours_import:.2f} s", flush=True)
-
-        credentials = prepare_ours_for_serving()
-        options = SimpleNamespace(server="split", web_workers=1, http_workers=3, pool=8, celery_concurrency=2,
-                                  probe=False)
-        procs, base, ws_base, described = start_processes(env, var_dir, options)
-        print(f"ours: {described}", flush=True)
+        in_process = import_ours_in_process(records, workdir)
+        print(f"  ours in process {in_process:.2f} s", flush=True)
+        serve_ours()
         print(f"one annotator, {args.items} items each: machine speed {reference_workload_ms():.1f} ms", flush=True)
         ls_walk = walk_label_studio(api, project_id, args.items)
         ours_walk = walk_ours(base, ws_base, credentials, args.items)
-        print_figures(args, ls_import, ours_import, ls_walk, ours_walk)
+        print_figures(args, ls_import, ours_import, in_process, ls_walk, ours_walk)
         finished = True
     finally:
         stop_process(label_studio)
