@@ -56,6 +56,13 @@ def start(browser, base, token, pid, *, screening_answer: str):
     return page
 
 
+def record_frames(frames: dict[str, list[str]]):
+    """A page's WebSocket listener: every frame received, by the socket's URL (one socket per session page)."""
+    def on_socket(ws):
+        ws.on("framereceived", lambda payload: frames.setdefault(ws.url, []).append(payload))
+    return on_socket
+
+
 def test_three_participants_each_meet_their_planned_check_and_it_looks_like_any_item(
         browser, asgi_server, celery_worker_process):
     batch, token = study_batch()
@@ -64,8 +71,7 @@ def test_three_participants_each_meet_their_planned_check_and_it_looks_like_any_
         pid = f"5f1d2c3b4a5e6f7a8b9c0d{n:02d}"
         page = start(browser, asgi_server, token, pid, screening_answer="No")
         frames: dict[str, list[str]] = {}
-        page.on("websocket", lambda ws: ws.on(
-            "framereceived", lambda payload, url=ws.url: frames.setdefault(url, []).append(payload)))
+        page.on("websocket", record_frames(frames))
         page.locator("#screening-continue").click()
         page.wait_for_url(f"{asgi_server}/")
         page.locator("#next-button").click()
