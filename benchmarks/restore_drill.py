@@ -74,7 +74,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--dump-at", type=float, default=20, help="when the pg_dump is taken, s into the first half")
     parser.add_argument("--after", type=float, default=40, help="the annotators' time on the restored database")
     parser.add_argument("--think", type=float, default=4.0, help="mean s to type each feedback and read an outcome")
-    parser.add_argument("--chunk-delay", type=float, default=0.05, help="s between the simulated model's chunks")
+    parser.add_argument("--chunk-delay", type=float, default=0.005, help="s between the simulated model's words")
+    parser.add_argument("--celery-concurrency", type=int, default=4, help="the worker's processes")
+    parser.add_argument("--drain", type=float, default=120,
+                        help="at most this many s for the rounds under way to finish before the check")
     parser.add_argument("--requeue-after", type=int, default=10,
                         help="ROUND_REQUEUE_SECONDS of the app: a queued round with no worker is sent again after it")
     parser.add_argument("--keep", action="store_true", help="keep both scratch databases")
@@ -230,7 +233,7 @@ def resumed(backup: Backup) -> dict[str, int]:
 
 
 def first_half(args, env: dict, var_dir: Path, backup: Backup, credentials):
-    procs, base, ws_base, described = start_processes(env, var_dir, app_args())
+    procs, base, ws_base, described = start_processes(env, var_dir, app_args(args))
     procs.append(start_beat(env, var_dir, var_dir / "logs"))
     print(f"server: {described}; celery beat; {args.annotators} annotators; {os.cpu_count()} CPUs", flush=True)
     timer = threading.Timer(args.dump_at, backup.take)
@@ -240,9 +243,10 @@ def first_half(args, env: dict, var_dir: Path, backup: Backup, credentials):
     return procs, soak
 
 
-def app_args() -> SimpleNamespace:
+def app_args(args) -> SimpleNamespace:
     # One uvicorn process for HTTP and WebSockets, one worker: the small deployment (queue_load.py --server uvicorn).
-    return SimpleNamespace(server="uvicorn", web_workers=1, pool=4, celery_concurrency=2, probe=False)
+    return SimpleNamespace(server="uvicorn", web_workers=1, pool=4, celery_concurrency=args.celery_concurrency,
+                           probe=False)
 
 
 def run_soak(base, ws_base, procs, env, var_dir, args, seconds, credentials):
@@ -313,7 +317,7 @@ def main() -> None:
               + (f" {differ}" if differ else ""))
 
         procs, after_soak = second_half(args, env, var_dir, credentials[1:])
-        drain(30)
+        drain(args.drain)
         state = resumed(backup)
         lost = lost_rounds(after_soak.acknowledged)
         from annotate.models import Session
@@ -340,7 +344,7 @@ def main() -> None:
 
 
 def second_half(args, env: dict, var_dir: Path, credentials):
-    procs, base, ws_base, _ = start_processes(env, var_dir, app_args())
+    procs, base, ws_base, _ = start_processes(env, var_dir, app_args(args))
     procs.append(start_beat(env, var_dir, var_dir / "logs"))
     print("app started on the restored database (new processes, the emptied Redis)", flush=True)
     return procs, run_soak(base, ws_base, procs, env, var_dir, args, args.after, credentials)
