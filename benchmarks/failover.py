@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -310,6 +311,9 @@ class LiveSocket:
             except TimeoutError:
                 await self._send({"type": "snapshot"})
                 continue
+            except (aiohttp.ClientError, ConnectionError):  # reset while answering a ping: dropped like a close
+                await self._reconnect()
+                continue
             if message.type == aiohttp.WSMsgType.TEXT:
                 event = json.loads(message.data)
                 if event.get("type") == "draft_saved" and event.get("id") == self.draft_id:
@@ -388,7 +392,9 @@ async def annotator(run: Run, browser: Browser, cookie: str, ws_base: str, args,
                 await live.close()
             await asyncio.sleep(random.uniform(0.5, 1.5) * args.think / 2)
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
-            run.errors[type(error).__name__] += 1
+            # Named with where it happened in this loop (the item is then resumed by the next "next item").
+            here = [frame.name for frame in traceback.extract_tb(error.__traceback__) if frame.filename == __file__]
+            run.errors[f"{type(error).__name__} in {here[-1] if here else '?'}"] += 1
             await asyncio.sleep(1)
 
 
