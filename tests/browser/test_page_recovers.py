@@ -57,3 +57,24 @@ def test_the_session_page_reconnects_to_a_new_server_and_keeps_the_typed_text(
     assert typed in page.locator('li[data-round="1"] .feedback-text').inner_text()
     assert page.url == url_before and navigations == [], "the page reloaded or navigated instead of reconnecting"
     assert session.rounds.filter(index=1).count() == 1
+
+
+def test_the_live_dashboard_reconnects_to_a_new_server_and_takes_a_fresh_snapshot(page, researcher, restartable_server):
+    model = ModelConfigFactory(name="dashboard-sim")
+    batch = make_batch(models=[model], tasks=2, members=(researcher,))
+    base = restartable_server.url
+    login(page, base, researcher.username)
+    page.goto(f"{base}/research/batches/{batch.id}/dashboard/")
+    state = page.locator("#live-state")
+    expect(state).to_have_text("Live: updates as annotators work.")
+    generated = page.locator("#generated-at").get_attribute("datetime")
+    url_before = page.url
+
+    restartable_server.kill()
+    expect(state).to_have_text("Connection lost; reconnecting…")
+    restartable_server.start()
+    expect(state).to_have_text("Live: updates as annotators work.", timeout=15_000)
+    # The snapshot sent on connect is drawn: the page is up to date without a reload.
+    expect(page.locator("#generated-at")).not_to_have_attribute("datetime", generated)
+    expect(page.locator("#total-left")).to_have_text("2")
+    assert page.url == url_before
