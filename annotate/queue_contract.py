@@ -21,6 +21,7 @@ MODELS_PROBE = "annotate.tasks.models_probe"
 MODEL_PROBE = "annotate.tasks.model_probe"
 BENCH_LANE = "annotate.tasks.bench_lane"
 PARTICIPATIONS_TIME_OUT = "annotate.tasks.participations_time_out"
+PROLIFIC_STUDIES_SYNC = "annotate.tasks.prolific_studies_sync"
 
 OUTCOME_RECORD = "evaluation.tasks.outcome_record"
 OUTCOME_RECOMPUTE = "evaluation.tasks.outcome_recompute"

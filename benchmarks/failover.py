@@ -68,7 +68,7 @@ from benchmarks.queue_load import (  # noqa: E402
     tear_down,
 )
 from benchmarks.restore_drill import doubled_rounds  # noqa: E402
-from benchmarks.soak import _soak_settings, drain, lost_rounds, start_beat  # noqa: E402
+from benchmarks.soak import _soak_settings, drain, lost_rounds, next_item, start_beat  # noqa: E402
 
 NGINX_CONF = ROOT / "docker" / "nginx-split.conf"
 SPANS = ("before the kill", "10 s after it", "until the restart", "after the restart")
@@ -361,15 +361,11 @@ async def annotator(run: Run, browser: Browser, cookie: str, ws_base: str, args,
     await asyncio.sleep(delay)
     while time.monotonic() < stop_at:
         try:
-            reply = await call(run, browser, "POST", "/api/next/", {"batch": BATCH_NAME})
-            if reply.status == 200 and reply.json()["state"] == "done":
+            reply = await next_item(lambda: call(run, browser, "POST", "/api/next/", {"batch": BATCH_NAME}),
+                                    run.errors)
+            if reply == "done":
                 return
-            if reply.status == 200 and reply.json()["state"] == "wait":
-                await asyncio.sleep(reply.json()["retry_after"])
-                continue
-            if reply.status != 200:
-                run.errors[f"next {reply.status}"] += 1
-                await asyncio.sleep(1)
+            if reply is None:
                 continue
             run.next_ms.append((time.monotonic(), reply.ms))
             session_id = reply.json()["session_id"]

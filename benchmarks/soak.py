@@ -113,6 +113,23 @@ async def call(soak: Soak, browser: Browser, method: str, path: str, payload: di
     return reply
 
 
+async def next_item(ask, errors) -> object | None:
+    """Ask for the next item as the page does (``ask()`` sends the request): the reply when an item was reserved;
+    None after waiting when the queue said wait or the request failed (counted in ``errors``); "done" when there is
+    nothing left for this annotator."""
+    reply = await ask()
+    if reply.status == 200 and reply.json()["state"] == "done":
+        return "done"
+    if reply.status == 200 and reply.json()["state"] == "wait":
+        await asyncio.sleep(reply.json()["retry_after"])
+        return None
+    if reply.status != 200:
+        errors[f"next {reply.status}"] += 1
+        await asyncio.sleep(1)
+        return None
+    return reply
+
+
 async def wait_model(soak: Soak, browser: Browser, waiter: SocketWaiter, session_url: str, stall: float,
                      give_up: float) -> str:
     """Wait until the model has answered (the session awaits feedback, or is done); a failure is retried with the
@@ -159,15 +176,11 @@ async def annotator(soak: Soak, browser: Browser, cookie: str, ws_base: str, arg
     await asyncio.sleep(start_delay)
     while time.monotonic() < stop_at:
         try:
-            reply = await call(soak, browser, "POST", "/api/next/", {"batch": BATCH_NAME})
-            if reply.status == 200 and reply.json()["state"] == "done":
+            reply = await next_item(lambda: call(soak, browser, "POST", "/api/next/", {"batch": BATCH_NAME}),
+                                    soak.client_errors)
+            if reply == "done":
                 return
-            if reply.status == 200 and reply.json()["state"] == "wait":
-                await asyncio.sleep(reply.json()["retry_after"])
-                continue
-            if reply.status != 200:
-                soak.client_errors[f"next {reply.status}"] += 1
-                await asyncio.sleep(1)
+            if reply is None:
                 continue
             soak.next_ms[soak.minute()].append(reply.ms)
             soak.sessions += 1

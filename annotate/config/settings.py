@@ -193,7 +193,7 @@ CELERY_BEAT_SCHEDULE = {
     # Export files older than EXPORT_RETENTION_DAYS are deleted (their job rows stay, marked expired).
     "export-files-expire": {"task": queue_contract.EXPORT_FILES_EXPIRE, "schedule": 3600.0},
     # Each running Prolific study's submissions: returned and timed-out ones free the participant's items.
-    "prolific-sync": {"task": "annotate.prolific.tasks.prolific_studies_sync", "schedule": 60.0},
+    "prolific-sync": {"task": queue_contract.PROLIFIC_STUDIES_SYNC, "schedule": 60.0},
 }
 # Prolific's API (annotate.prolific): the token is read from the environment variable named here at each call,
 # never from the settings or the database, so it is in no page, log, export or bundle.

@@ -49,7 +49,6 @@ class SnapshotSerializer(serializers.Serializer):
         "name": serializers.CharField(), "label": serializers.CharField(allow_blank=True),
         "simulated": serializers.BooleanField()})
     task = inline_serializer(name="SessionTask", fields={
-        "id": serializers.CharField(help_text="The task's external id"),
         "category": serializers.CharField(allow_blank=True),
         "question": serializers.CharField(allow_blank=True),
         "options": serializers.ListField(child=serializers.CharField(allow_blank=True)),

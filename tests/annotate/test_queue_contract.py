@@ -15,7 +15,8 @@ NAMES = {value for name, value in vars(queue_contract).items()
 def test_every_contract_name_is_a_registered_task():
     app.loader.import_default_modules()
     app.autodiscover_tasks(["annotate.sessions", "annotate.queue", "annotate.imports", "annotate.modelconfigs",
-                            "annotate.bench", "evaluation.interfeedback", "evaluation.exports"], force=True)
+                            "annotate.bench", "annotate.crowd", "annotate.prolific", "evaluation.interfeedback",
+                            "evaluation.exports"], force=True)
     assert NAMES <= set(app.tasks), sorted(NAMES - set(app.tasks))
 
 
