@@ -25,7 +25,7 @@ TRAINING_TEXT = [
     "system user assistant hint feedback round task question image",
 ]
 
-SPECIAL_TOKENS = [
+RESERVED_TOKENS = [
     "<unk>",
     "<s>",
     "</s>",
@@ -77,7 +77,7 @@ def build_tokenizer(vocab_size: int = 384) -> PreTrainedTokenizerFast:
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=RESERVED_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -88,7 +88,7 @@ def build_tokenizer(vocab_size: int = 384) -> PreTrainedTokenizerFast:
         bos_token="<s>",
         eos_token="</s>",
         pad_token="<pad>",
-        additional_special_tokens=SPECIAL_TOKENS[4:],
+        additional_special_tokens=RESERVED_TOKENS[4:],
         chat_template=CHAT_TEMPLATE,
         padding_side="left",
     )

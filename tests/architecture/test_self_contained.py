@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PLACES = ("annotate", "evaluation", "models_runtime", "templates", "static", "docs", "tests", "benchmarks")
 SUFFIXES = {".py", ".html", ".js", ".css", ".md", ".txt", ".json", ".po"}
 SKIPPED_DIRS = {"__pycache__", "out", "node_modules", "vendor"}
-# The word alone, in capitals: drf-spectacular's SPECTACULAR_SETTINGS or a SPECIAL_TOKENS list are not citations.
+# The word alone, in capitals: drf-spectacular's SPECTACULAR_SETTINGS (a name the library reads) is not a citation.
 CITATION = re.compile(r"\bSPEC\b")
 
 

@@ -93,7 +93,7 @@ def to_markdown(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-_LATEX_SPECIALS = {
+_LATEX_ESCAPES = {
     "\\": r"\textbackslash{}",
     "&": r"\&",
     "%": r"\%",
@@ -109,7 +109,7 @@ _LATEX_SPECIALS = {
 
 def latex_escape(text: str) -> str:
     # One pass over characters, so the braces we insert are never escaped again.
-    return "".join(_LATEX_SPECIALS.get(char, char) for char in text)
+    return "".join(_LATEX_ESCAPES.get(char, char) for char in text)
 
 
 def to_latex(table: Table) -> str:
