@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.fake_http import JsonHandler
+
 
 @dataclass
 class FakeOpenAI:
@@ -53,19 +55,7 @@ class FakeOpenAI:
 
 
 def handler_for(fake: FakeOpenAI):
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):  # keep pytest output clean
-            pass
-
-        def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+    class Handler(JsonHandler):
 
         def _event(self, payload) -> None:
             data = payload if isinstance(payload, str) else json.dumps(payload)
@@ -76,20 +66,20 @@ def handler_for(fake: FakeOpenAI):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             fake.record(self, body)
             if self.path != "/v1/chat/completions":
-                return self._json(404, {"error": {"message": f"no route {self.path}"}})
+                return self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             if fake.failures:
                 status, headers = fake.failures.pop(0)
-                return self._json(status, {"error": {"message": fake.error_message or f"simulated {status}"}},
+                return self.send_json(status, {"error": {"message": fake.error_message or f"simulated {status}"}},
                                   headers)
             left = fake.rate_limited_until - time.monotonic()
             if left > 0:
                 retry_after = fake.retry_after or str(math.ceil(left))
-                return self._json(429, {"error": {"message": "Rate limit reached, slow down."}},
+                return self.send_json(429, {"error": {"message": "Rate limit reached, slow down."}},
                                   {"Retry-After": retry_after})
             if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
-                return self._json(401, {"error": {"message": fake.error_message or "Incorrect API key provided."}})
+                return self.send_json(401, {"error": {"message": fake.error_message or "Incorrect API key provided."}})
             if body.get("model") != fake.model:
-                return self._json(
+                return self.send_json(
                     404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
                 )
             if fake.delay_before_response:
@@ -131,7 +121,7 @@ def handler_for(fake: FakeOpenAI):
             }
             if fake.usage:
                 payload["usage"] = fake.usage
-            self._json(200, payload)
+            self.send_json(200, payload)
 
         def _page(self) -> None:
             data = f"<!doctype html><html><body>{fake.page_text}</body></html>".encode()

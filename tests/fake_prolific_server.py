@@ -15,8 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
+
+from tests.fake_http import JsonHandler
 
 PREFIX = "/api/v1/"
 REJECTION_CATEGORIES = {"TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
@@ -229,19 +231,7 @@ class _Routes:
 def handler_for(fake: FakeProlific):
     routes = _Routes(fake)
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def _send(self, status: int, payload, headers: dict | None = None) -> None:
-            data = b"" if payload is None else json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+    class Handler(JsonHandler):
 
         def _handle(self, method: str) -> None:
             url = urlparse(self.path)
@@ -249,20 +239,20 @@ def handler_for(fake: FakeProlific):
             try:
                 body = json.loads(raw or b"{}")
             except ValueError:
-                return self._send(400, {"error": {"detail": "JSON parse error."}})
+                return self.send_json(400, {"error": {"detail": "JSON parse error."}})
             with fake.lock:
                 fake.requests.append({"method": method, "path": url.path, "query": url.query, "body": body,
                                       "authorization": self.headers.get("Authorization", "")})
                 if fake.failures:
                     status, headers, payload = fake.failures.pop(0)
-                    return self._send(status, payload, headers)
+                    return self.send_json(status, payload, headers)
                 if self.headers.get("Authorization") != f"Token {fake.token}":
-                    return self._send(401, {"error": {"status": 401, "title": "Unauthorized.",
+                    return self.send_json(401, {"error": {"status": 401, "title": "Unauthorized.",
                                                       "detail": "Invalid token."}})
                 if not url.path.startswith(PREFIX):
-                    return self._send(*_Routes.missing())
+                    return self.send_json(*_Routes.missing())
                 status, payload = routes.route(method, url.path, parse_qs(url.query), body)
-            self._send(status, payload)
+            self.send_json(status, payload)
 
         def do_GET(self):
             self._handle("GET")
