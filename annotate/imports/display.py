@@ -25,6 +25,11 @@ WRITE_LABELS = {
     "new conversations": _("Conversations created"), "updated conversations": _("Conversations updated"),
     "work items": _("Work items"), "settings_updated": _("Settings changed"),
 }
+# A preference file holds items and their responses, not conversations and turns: the same counts, its own words.
+PREFERENCE_LABELS = {
+    "conversations": _("Items in the file"), "turns": _("Responses"), "rateable turns": _("Responses to rate"),
+    "new conversations": _("Items created"), "updated conversations": _("Items updated"),
+}
 _CODE = re.compile(r"`([^`]+)`")
 
 
@@ -52,10 +57,11 @@ def count_rows(job: Job) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """(what the file holds, what the import did) as (label, number) rows; nothing done when it failed."""
     report = job.report or {}
     counts = report.get("counts") or {}
-    read = [(str(label), counts[key]) for key, label in READ_LABELS.items() if key in counts]
+    words = PREFERENCE_LABELS if report.get("kind") == "preference" else {}
+    read = [(str(words.get(key, label)), counts[key]) for key, label in READ_LABELS.items() if key in counts]
     if report.get("status") == "invalid":
         return read, []
-    done = [(str(label), counts[key]) for key, label in WRITE_LABELS.items() if key in counts]
+    done = [(str(words.get(key, label)), counts[key]) for key, label in WRITE_LABELS.items() if key in counts]
     known = READ_LABELS.keys() | WRITE_LABELS.keys()
     done += [(key.replace("_", " "), value) for key, value in counts.items() if key not in known]
     return read, done

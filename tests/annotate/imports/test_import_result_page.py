@@ -108,3 +108,17 @@ def test_the_form_marks_the_fields_of_each_kind(client, admin_user):
     assert re.search(r'id="field-models" data-kinds="interfeedback rows"', page)
     assert re.search(r'id="field-annotators">', page)  # every kind: no data-kinds
     assert "js/import_form.js" in page
+
+
+def test_a_preference_import_counts_items_and_responses(client, admin_user):
+    client.force_login(admin_user)
+    items = b'{"id": "p1", "question": "7 + 5?", "responses": ["12", "13"]}\n' \
+            b'{"id": "p2", "question": "Sky colour?", "responses": ["blue", "green", "red"]}\n'
+    response = client.post("/imports/new/", {"file": SimpleUploadedFile("items.jsonl", items), "name": "prefs",
+                                             "kind": "preference"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    job = Job.objects.latest("id")
+    import_job_run(job_id=job.pk)
+    text = visible_text(client.get(f"/imports/{job.pk}/").content.decode())
+    assert "Items in the file" in text and "Responses" in text and "Items created" in text
+    assert "Conversations" not in text and "Turns" not in text
