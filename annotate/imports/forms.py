@@ -82,8 +82,10 @@ class ImportForm(forms.Form):
                                  help_text=_("Annotators per item (K)"))
     max_rounds = forms.IntegerField(min_value=1, max_value=10, required=False, label=_("Max rounds"),
                                     help_text=_("Default 3"))
-    gold_rate = forms.FloatField(min_value=0, max_value=1, required=False, label=_("Gold rate"),
-                                 help_text=_("0 to 1"))
+    gold_rate = forms.FloatField(
+        min_value=0, max_value=1, required=False, label=_("Attention rate (gold items)"),
+        help_text=_("0 to 1: the share of each person's items that are attention checks; the study settings call it "
+                    "attention_rate"))
     allow_repeat_tasks = keep_yes_no(
         label=_("Allow repeat tasks"),
         help_text=_("Serve a task again to an annotator with another model while they have not seen its answer "
