@@ -1,4 +1,5 @@
-"""Batch writes: import (validate everything, then one transaction), settings after import, and export.
+"""Batch writes: import (validate everything, then one transaction) and settings after import (the export back
+to our format: annotate/imports/export.py).
 
 ``batch_import`` is what the command, the upload page and the API all end in; the last two reach it through an
 import Job row run by a Celery worker (``annotate/imports/jobs.py``).
@@ -8,15 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import time
-import zipfile
-from collections import defaultdict
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 
 from annotate.costs import batch_spent
@@ -26,7 +22,7 @@ from annotate.importkit.common import ImportContext, ImportReport, Progress, gc_
 from annotate.imports.category_order import batch_categories, category_order_clean, category_order_resolve
 from annotate.imports.gold_checks import gold_items_check
 from annotate.imports.registry import IMPORTERS
-from annotate.models import Assignment, Batch, ModelConfig, Task, TaskImage, User
+from annotate.models import Assignment, Batch, ModelConfig, User
 from annotate.queue.capacity import annotator_pool, capacity_planned
 from annotate.queue.services import work_items_create_for_batch
 from annotate.server.json_limits import DEPTH_MESSAGE, too_deep
@@ -434,58 +430,6 @@ def _write(importer, plan, ctx: ImportContext, clean: dict, name: str, existing:
         report.add(None, None, f"another import changed batch {name!r} at the same time; nothing was written — "
                    "run the import again")
         report.status = "invalid"
-
-
-# --- export -------------------------------------------------------------------------------------------------
-
-def batch_export_interfeedback(*, batch: Batch, path) -> dict:
-    """Write our zip (``tasks.jsonl`` + ``images/``) so that importing it gives the same tasks and images."""
-    if batch.kind != Batch.Kind.INTERFEEDBACK:
-        raise ApplicationError(f"Batch {batch.name!r} is a {batch.kind} batch; only InterFeedback batches export "
-                               "to this format.")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    images: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    for task_id, sha, name in (TaskImage.objects.filter(task__batch=batch).order_by("task_id", "position")
-                               .values_list("task_id", "blob__sha256", "blob__file")):
-        images[task_id].append((sha, name))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
-    os.close(fd)
-    tasks = written = 0
-    try:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
-            seen: set[str] = set()
-            for pictures in images.values():
-                for sha, name in pictures:
-                    if sha not in seen:
-                        seen.add(sha)
-                        with default_storage.open(name, "rb") as stream:  # PNGs are compressed already
-                            archive.writestr(f"images/{sha}.png", stream.read(), compress_type=zipfile.ZIP_STORED)
-            written = len(seen)
-            lines = []
-            for task in Task.objects.filter(batch=batch).order_by("id").iterator(chunk_size=5000):
-                lines.append(json.dumps(_export_record(task, images.get(task.pk, [])), ensure_ascii=False))
-                tasks += 1
-            archive.writestr("tasks.jsonl", "\n".join(lines) + ("\n" if lines else ""))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return {"tasks": tasks, "images": written, "path": str(path)}
-
-
-def _export_record(task: Task, pictures: list[tuple[str, str]]) -> dict:
-    record = {"id": task.external_id, "category": task.category, "question": task.question}
-    if task.options:
-        record["options"] = task.options
-    record.update({"answer_type": task.answer_type, "answer": task.ground_truth,
-                   "images": [f"images/{sha}.png" for sha, _ in pictures], "source": task.source})
-    if task.recorded_answers:
-        record["recorded_answers"] = task.recorded_answers
-    record["meta"] = task.metadata or {}
-    if task.is_gold:
-        record["gold"] = True
-    return record
 
 
 def import_fire(

@@ -21,8 +21,6 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q
-
 from annotate.models import Assignment, Batch, Task, User
 
 
@@ -120,14 +118,3 @@ def check_supply(*, rate: float, share: int | None, gold_items: int) -> CheckSup
 def batch_check_supply(batch: Batch) -> CheckSupply:
     gold = Task.objects.filter(batch=batch, is_gold=True).count()
     return check_supply(rate=batch.gold_rate, share=batch.items_per_participant or None, gold_items=gold)
-
-
-def checks_met(batch: Batch) -> dict[int, int]:
-    """Per person: the checks served to them in the batch (those whose lease ran out aside)."""
-    rows = (Assignment.objects.filter(work_item__batch=batch, work_item__is_check=True)
-            .exclude(status=Assignment.Status.EXPIRED).values_list("annotator_id").annotate(n=Count("id")).order_by())
-    return dict(rows)
-
-
-ORDINARY = Q(is_check=False)
-CHECKS = Q(is_check=True)

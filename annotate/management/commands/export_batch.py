@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.errors import ApplicationError
-from annotate.imports.batches import batch_export_interfeedback
+from annotate.imports.export import batch_export_interfeedback
 from annotate.models import Batch
 
 

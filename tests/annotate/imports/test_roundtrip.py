@@ -8,7 +8,8 @@ import zipfile
 import pytest
 
 from annotate.errors import ApplicationError
-from annotate.imports.batches import batch_export_interfeedback, batch_import
+from annotate.imports.batches import batch_import
+from annotate.imports.export import batch_export_interfeedback
 from annotate.models import Batch, ImageBlob, Task
 from tests.annotate.imports.files import png, task, write_zip
 
