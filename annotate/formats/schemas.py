@@ -249,10 +249,12 @@ SESSION = _schema(
     "the annotator's pseudonym and every round.",
     {"session_id": {"type": "integer"}, "batch_id": {"type": "integer"},
      "task": {"type": "object", "additionalProperties": False, "properties": {
+         "id": {"type": "string", "description": "The task's id in your import file"},
          "category": {"type": "string"}, "question": {"type": "string"},
          "options": {"type": "array", "items": {"type": "string"}}, "answer_type": {"type": "string"},
          "ground_truth": {"type": "string"}, "images": {"type": "array", "items": {"type": "string"},
-                                                         "description": "images/<sha256>"}}},
+                                                         "description": "images/<sha256>"},
+         "attention_check": {"type": "boolean", "description": "A gold item served as an attention check"}}},
      "model": {"type": "string"}, "annotator": {"type": ["string", "null"], "description": "A pseudonym"},
      "status": {"type": "string"}, "corrected_round": _INT_OR_NULL, "started_at": _WHEN, "completed_at": _WHEN,
      "follows_reveal": {"type": ["boolean", "null"]},

@@ -56,7 +56,9 @@ def session_record(session) -> dict:
     return {
         "session_id": session.id,
         "batch_id": session.batch_id,
-        "task": {**task_fields(task), "ground_truth": task.ground_truth, "images": _images(session)},
+        # The researchers' own id and whether it was an attention check: the annotator's page shows neither.
+        "task": {"id": task.external_id, **task_fields(task), "ground_truth": task.ground_truth,
+                 "images": _images(session), "attention_check": task.is_gold},
         "model": session.model_config.name,
         "annotator": session.annotator.pseudonym if session.annotator_id else None,
         "status": session.status,
