@@ -27,9 +27,10 @@ def may_be_served(user: User) -> bool:
     return user.is_active and user.role == User.Role.ANNOTATOR and not user.is_superuser
 
 
-def batch_open_to(annotator: User, batch: Batch) -> bool:
+def batch_open_to(annotator: User, batch: Batch, *, in_named_batch: bool | None = None) -> bool:
     """The batch serves this annotator now: it is open, and they are one of its annotators (an invited
-    participant: of this batch, past the steps their study asks first, not ended, their share not yet full)."""
+    participant: of this batch, past the steps their study asks first, not ended, their share not yet full).
+    ``in_named_batch``: whether an open batch names them, when the caller already knows (None: asked here)."""
     if batch.status != Batch.Status.READY or batch.kind not in QUEUED_KINDS or batch.budget_reached:
         return False
     if not may_be_served(annotator):
@@ -39,7 +40,9 @@ def batch_open_to(annotator: User, batch: Batch) -> bool:
         return share is not None and not share.full and items_held_back(annotator, batch) is None
     if batch.annotators_named:
         return batch.annotators.filter(pk=annotator.pk).exists()
-    return batch.open_to_all_annotators or not belongs_to_a_batch(annotator.pk).exists()
+    if batch.open_to_all_annotators:
+        return True
+    return not (belongs_to_a_batch(annotator.pk).exists() if in_named_batch is None else in_named_batch)
 
 
 def belongs_to_a_batch(annotator_id: int | OuterRef) -> QuerySet[Any]:

@@ -15,7 +15,6 @@ completed sessions, never the same task twice to one person, in a balanced order
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from django.db import transaction
 from django.db.models import Exists, F, Q, QuerySet
@@ -33,6 +32,7 @@ from annotate.queue.items import (
     batch_items,
     batch_open_to,
     batches_serving,
+    belongs_to_a_batch,
     check_items,
     may_be_served,
     not_yet_taken_by,
@@ -67,34 +67,20 @@ def work_items_create_for_batch(*, batch: Batch) -> int:
     return len(new)
 
 
-@dataclass(frozen=True)
-class _Latest:
-    """What the queue needs of the annotator's latest assignment: whether to resume it, its task (not served
-    twice in a row), and its model and place in their sequence (what comes next)."""
-
-    id: int
-    status: str
-    lease_expires_at: datetime
-    batch_id: int
-    task_id: int | None
-    model_config_id: int | None
-    position: int
-
-    def resumable(self) -> bool:
-        return self.status == Assignment.Status.ACTIVE and self.lease_expires_at >= timezone.now()
+def _latest_assignment(annotator: User) -> Assignment | None:
+    """The annotator's latest assignment, with its work item, batch and session, and (annotated) whether some item
+    is pinned to them and whether an open batch names them: one query for all the queue asks on a person's next
+    item (None: a newcomer)."""
+    return (Assignment.objects.filter(annotator_id=annotator.pk)
+            .select_related("work_item__batch", "session")
+            .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)),
+                      in_named_batch=Exists(belongs_to_a_batch(annotator.pk)))
+            .order_by("-created_at")
+            .first())
 
 
-def _latest_assignment(annotator: User) -> tuple[_Latest | None, bool]:
-    """The annotator's latest assignment and whether some item is pinned to them, in one query of plain values."""
-    row = (Assignment.objects.filter(annotator_id=annotator.pk)
-           .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)))
-           .order_by("-created_at")
-           .values_list("id", "status", "lease_expires_at", "work_item__batch_id", "work_item__task_id",
-                        "work_item__model_config_id", "position", "has_pinned")
-           .first())
-    if row is None:  # a newcomer
-        return None, WorkItem.objects.filter(pinned_to=annotator.pk).exists()
-    return _Latest(*row[:7]), row[7]
+def _resumable(assignment: Assignment) -> bool:
+    return assignment.status == Assignment.Status.ACTIVE and assignment.lease_expires_at >= timezone.now()
 
 
 def _lock_annotator(annotator: User) -> None:
@@ -118,34 +104,41 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
 def _next_in_turn(annotator: User, batch: Batch | None) -> Assignment | None:
     with transaction.atomic():
         _lock_annotator(annotator)
-        latest, has_pinned = _latest_assignment(annotator)
-        if latest is not None and latest.resumable():
-            resumed = Assignment.objects.select_related("work_item", "session").get(pk=latest.id)
-            assignment_renew(assignment=resumed)
-            return resumed
+        latest = _latest_assignment(annotator)  # read once the lock is held: a request of theirs just before is seen
+        if latest is not None and _resumable(latest):
+            assignment_renew(assignment=latest)
+            return latest
+        has_pinned = latest.has_pinned if latest else WorkItem.objects.filter(pinned_to=annotator.pk).exists()
+        in_named_batch = latest.in_named_batch if latest else None
         if batch is None and annotator.crowd_batch_id:
-            batch = Batch.objects.filter(pk=annotator.crowd_batch_id).first()
+            batch = latest.work_item.batch if latest and latest.work_item.batch_id == annotator.crowd_batch_id \
+                else Batch.objects.filter(pk=annotator.crowd_batch_id).first()
         if batch is not None:
-            return _reserve(annotator, batch, latest, has_pinned) if batch_open_to(annotator, batch) else None
+            open_to = batch_open_to(annotator, batch, in_named_batch=in_named_batch)
+            return _reserve(annotator, batch, latest, has_pinned) if open_to else None
         if latest is not None:  # a person stays with their latest batch while it has items for them
-            batch = Batch.objects.get(pk=latest.batch_id)
-            if batch_open_to(annotator, batch):
+            batch = latest.work_item.batch
+            if batch_open_to(annotator, batch, in_named_batch=in_named_batch):
                 assignment = _reserve(annotator, batch, latest, has_pinned)
                 # Nothing reserved: its items are only held by others for now, or it has none left for them (the
                 # one case that costs a second walk, at the end of a batch).
-                if assignment is not None or batch_items(batch, annotator.pk, last_task_id=latest.task_id).exists():
+                if assignment is not None or batch_items(batch, annotator.pk,
+                                                         last_task_id=latest.work_item.task_id).exists():
                     return assignment
         batch = _first_open_batch(annotator, latest)  # of the batches open to them: no second check
         return None if batch is None else _reserve(annotator, batch, latest, has_pinned)
 
 
-def _first_open_batch(annotator: User, latest: _Latest | None) -> Batch | None:
+def _first_open_batch(annotator: User, latest: Assignment | None) -> Batch | None:
     """The batch of the first item open to the annotator anywhere, in serving order. Each open batch's first item
     comes from a walk of its ``work_item_queue`` index (well under a millisecond); one query over every batch's items
     would sort them all (~70 ms with 100k items, for each newcomer)."""
-    last_task_id = latest.task_id if latest else None
+    last_task_id = latest.work_item.task_id if latest else None
+    batches = list(open_batches_for(annotator))
+    if len(batches) == 1:  # the usual case: its first item is the one `_reserve` walks to
+        return batches[0]
     firsts = []
-    for batch in open_batches_for(annotator):
+    for batch in batches:
         first = batch_items(batch, annotator.pk, last_task_id=last_task_id).values_list(*SERVING_ORDER_FIELDS).first()
         if first is not None:
             firsts.append((serving_rank(*first), batch))
@@ -158,12 +151,12 @@ class _Previous:
     position: int
 
 
-def _previous_in(batch: Batch, annotator: User, latest: _Latest | None) -> _Previous | None:
+def _previous_in(batch: Batch, annotator: User, latest: Assignment | None) -> _Previous | None:
     """The annotator's latest item in this batch (None: they start on it)."""
     if latest is None:
         return None
-    if latest.batch_id == batch.pk:
-        return _Previous(latest.model_config_id, latest.position)
+    if latest.work_item.batch_id == batch.pk:
+        return _Previous(latest.work_item.model_config_id, latest.position)
     row = (Assignment.objects.filter(annotator=annotator, work_item__batch_id=batch.pk).order_by("-created_at")
            .values_list("work_item__model_config_id", "position").first())
     return None if row is None else _Previous(*row)
@@ -198,14 +191,14 @@ def _first_free(items: QuerySet[WorkItem], tiers: list[Q]) -> WorkItem | None:
     return None
 
 
-def _reserve(annotator: User, batch: Batch, latest: _Latest | None, has_pinned: bool) -> Assignment | None:
+def _reserve(annotator: User, batch: Batch, latest: Assignment | None, has_pinned: bool) -> Assignment | None:
     """Reserve the annotator's next item of the batch: an item pinned to them, else an attention check where their
     plan puts one (annotate.queue.gold), else the first free ordinary item; count it active, take a lease on it and
     start its session (round 0 is queued on commit)."""
     previous = _previous_in(batch, annotator, latest)
     model_id = _model_wanted(batch, previous)
     position = (previous.position if previous else 0) + 1
-    ordinary = batch_items(batch, annotator.pk, last_task_id=latest.task_id if latest else None)
+    ordinary = batch_items(batch, annotator.pk, last_task_id=latest.work_item.task_id if latest else None)
     item = _first_free(ordinary, [Q(pinned_to=annotator.pk)]) if has_pinned else None
     if item is None and check_due(annotator, batch, position):
         item = _first_free(check_items(batch, annotator.pk), _model_tiers(model_id))

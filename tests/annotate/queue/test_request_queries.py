@@ -1,0 +1,89 @@
+"""Every query of the annotator's hot requests, as a client makes them: with an API token, and no test transaction
+around them, so the requests' own transactions count as they run in production (BEGIN and COMMIT are counted
+here, as Django logs them). The bars are pinned so that a change that adds a query to these paths fails here
+first; annotate.queue.services says what each query does."""
+
+import pytest
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotate.assignments import assignment_complete
+from annotate.models import Round, Session
+from tests.factories import make_batch
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_dispatch")]
+
+# A fresh item for a returning annotator: the token (with its user), BEGIN, the lock on their row (one item at a
+# time per person), their latest assignment with its item, batch and session and whether something is pinned to
+# them or an open batch names them, the first free item (locked, with its model), its active count, the
+# assignment, the session and its round 0, COMMIT.
+RETURNING_NEXT = 10
+# A newcomer: the same, with no latest assignment to learn it from: whether an item is pinned to them and the open
+# batches that may serve them (with several, the first item of each too).
+NEWCOMER_NEXT = 12
+# A submit: the token, the session (with its task, batch and model, its owner checked), its rounds, BEGIN, the
+# session moving on, the new round, COMMIT, and the snapshot's images.
+SUBMIT = 8
+# A draft autosave: the token, and one conditional update of the session.
+DRAFT = 2
+
+
+@pytest.fixture
+def client_of(annotator):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=annotator).key}")
+    return client
+
+
+def next_item(client):
+    response = client.post(reverse("api-next"), {}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["state"] == "item"
+    return response.json()["session_id"]
+
+
+def answered(session_id):
+    Round.objects.filter(session_id=session_id).update(generation_status=Round.Generation.DONE, answer_text="1",
+                                                       final_verdict=False, auto_verdict=False)
+    Session.objects.filter(pk=session_id).update(status=Session.Status.AWAITING_FEEDBACK)
+
+
+def finished(session_id):
+    Session.objects.filter(pk=session_id).update(status=Session.Status.COMPLETED)
+    assignment_complete(assignment_id=Session.objects.get(pk=session_id).assignment_id)
+
+
+def test_a_newcomers_first_item(client_of, simulated_model, django_assert_max_num_queries):
+    make_batch(models=[simulated_model], tasks=20)
+    with django_assert_max_num_queries(NEWCOMER_NEXT):
+        next_item(client_of)
+
+
+def test_a_returning_annotators_next_item_submit_and_draft(client_of, simulated_model, django_assert_max_num_queries):
+    make_batch(models=[simulated_model], tasks=20)
+    for n in range(4):  # flat as their history grows
+        if n == 0:
+            session_id = next_item(client_of)
+        else:
+            with django_assert_max_num_queries(RETURNING_NEXT):
+                session_id = next_item(client_of)
+        answered(session_id)
+        with django_assert_max_num_queries(DRAFT):
+            response = client_of.post(reverse("api-session-draft", args=[session_id]), {"draft": "Look"},
+                                      format="json")
+        assert response.status_code == 204
+        with django_assert_max_num_queries(SUBMIT):
+            response = client_of.post(reverse("api-session-feedback", args=[session_id]),
+                                      {"feedback": "Look again.", "client_request_id": f"r{n}"}, format="json")
+        assert response.status_code == 201
+        finished(session_id)
+
+
+def test_resuming_the_item_under_way(client_of, simulated_model, django_assert_max_num_queries):
+    """The token, BEGIN, the lock, the latest assignment (with its item, batch and session), the lease renewed,
+    COMMIT."""
+    make_batch(models=[simulated_model], tasks=5)
+    session_id = next_item(client_of)
+    with django_assert_max_num_queries(6):
+        assert next_item(client_of) == session_id
