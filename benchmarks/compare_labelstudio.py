@@ -370,7 +370,7 @@ def main() -> None:
 
         call_command("migrate", verbosity=0)
         admin_token, credentials = our_people()
-        options = SimpleNamespace(server="split", web_workers=1, http_workers=3, pool=8, celery_concurrency=2,
+        options = SimpleNamespace(server="split", web_workers=1, http_workers=None, http_threads=None, pool=8, celery_concurrency=2,
                                   probe=False)
         procs, base, ws_base, described = start_processes(env, var_dir, options)
         print(f"ours: {described}", flush=True)

@@ -31,6 +31,11 @@ class Stats:
     ws_connect: list[float] = field(default_factory=list)
     session_get: list[float] = field(default_factory=list)
     draft: list[float] = field(default_factory=list)
+    # What each request cost the app, (CPU ms, queries, ms in queries), where it says (SERVER_TIMING_DETAIL).
+    next_first_cost: list[tuple[float, int, float]] = field(default_factory=list)
+    next_later_cost: list[tuple[float, int, float]] = field(default_factory=list)
+    submit_cost: list[tuple[float, int, float]] = field(default_factory=list)
+    draft_cost: list[tuple[float, int, float]] = field(default_factory=list)
     errors: dict[str, int] = field(default_factory=dict)
     cycles: int = 0
     requests: int = 0
@@ -66,7 +71,16 @@ class Reply:
     @property
     def server_ms(self) -> float:
         """The app's own time, from its ``Server-Timing: app;dur=<ms>`` header."""
-        return float(self.server_timing.partition("dur=")[2] or "nan")
+        return float(self.server_timing.partition("dur=")[2].partition(",")[0] or "nan")
+
+    @property
+    def cost(self) -> tuple[float, int, float] | None:
+        """(CPU ms, queries, ms in queries) of the request, from ``cpu;dur=<ms>`` and
+        ``db;dur=<ms>;desc="<n> queries"`` (None: the server does not say)."""
+        cpu = self.server_timing.partition("cpu;dur=")[2].partition(",")[0]
+        db = self.server_timing.partition("db;dur=")[2].partition(";")[0]
+        queries = self.server_timing.partition('desc="')[2].partition(" ")[0]
+        return (float(cpu), int(queries), float(db)) if cpu and queries and db else None
 
 
 class Browser:
@@ -193,6 +207,8 @@ class PollWaiter:
         if response.status != 204:
             return f"draft {response.status}"
         self.stats.draft.append(response.ms)
+        if response.cost:
+            self.stats.draft_cost.append(response.cost)
         return None
 
 
@@ -236,6 +252,8 @@ async def annotator_loop(browser: Browser, cookie: str, batch: str, ws_base: str
             stats.next.append(response.ms)
             stats.next_server.append(response.server_ms)
             (stats.next_first if first_item else stats.next_later).append(response.ms)
+            if response.cost:
+                (stats.next_first_cost if first_item else stats.next_later_cost).append(response.cost)
             first_item = False
             session_id = response.json()["session_id"]
             if wait == "ws":
@@ -256,6 +274,8 @@ async def annotator_loop(browser: Browser, cookie: str, batch: str, ws_base: str
                     continue
                 stats.submit.append(response.ms)
                 stats.submit_server.append(response.server_ms)
+                if response.cost:
+                    stats.submit_cost.append(response.cost)
                 status = await waiter.wait({"completed"})  # the model re-answers with the ground truth
                 if status != "completed":
                     stats.error(f"round 1 {status}")

@@ -19,7 +19,7 @@ What it does:
      simulated model (max_rounds = 1, overlap 1), its 100k work items, and 1 + 200 annotators with API tokens and
      login sessions.
   2. Starts the app as a crowd study is deployed (docs/operations/deployment.md#split-http-and-websockets):
-     pages and API from gunicorn's sync processes (``--http-workers``, 3), the WebSockets from uvicorn
+     pages and API from gunicorn's sync processes (``--http-workers``, 2 x cores + 1), the WebSockets from uvicorn
      (``--web-workers``, 1); ``--server uvicorn`` serves both from uvicorn (``--web-workers``, one per core, at
      least 2), ``--server daphne`` from one daphne process. With them one Celery worker (simulated model, no
      delay; at SCHED_IDLE priority, standing in for model servers on other machines) on an embedded Redis, as in
@@ -101,7 +101,10 @@ def parse_args() -> argparse.Namespace:
                         help="split (a crowd study's deployment, docs/operations/deployment.md): gunicorn (WSGI) for "
                              "HTTP and uvicorn (--web-workers) for the WebSockets; uvicorn or daphne (one process): "
                              "one ASGI server for both")
-    parser.add_argument("--http-workers", type=int, default=3, help="--server split: gunicorn's sync processes")
+    parser.add_argument("--http-workers", type=int, default=None,
+                        help="--server split: gunicorn's processes (default: annotate/config/gunicorn.py's)")
+    parser.add_argument("--http-threads", type=int, default=None,
+                        help="--server split: threads per gunicorn process (default: annotate/config/gunicorn.py's)")
     parser.add_argument("--phase", choices=["both", "single", "many"], default="both")
     parser.add_argument("--explain", action="store_true", help="print the plan of the next-item query at the end")
     parser.add_argument("--clients", type=int, default=0,
@@ -284,20 +287,31 @@ def start_processes(env: dict, var_dir: Path, args) -> tuple[list[subprocess.Pop
         # As deployed (docs/operations/deployment.md): gunicorn's sync processes with annotate/config/gunicorn.py,
         # each with one persistent connection.
         http = [sys.executable, "-m", "gunicorn", "-c", "python:annotate.config.gunicorn", "--log-level", "warning"]
-        http_env = {**env, "WEB_HTTP_BIND": f"127.0.0.1:{http_port}", "WEB_HTTP_PROCESSES": str(args.http_workers),
-                    "DB_POOL_MAX_SIZE": "0", "DB_CONN_MAX_AGE": "600"}
+        http_env = {**env, "WEB_HTTP_BIND": f"127.0.0.1:{http_port}",
+                    "DB_POOL_MAX_SIZE": "0", "DB_CONN_MAX_AGE": "600", "SERVER_TIMING_DETAIL": "1"}
+        for name, value in (("WEB_HTTP_PROCESSES", args.http_workers), ("WEB_HTTP_THREADS", args.http_threads)):
+            if value is not None:
+                http_env[name] = str(value)
         procs.append(subprocess.Popen(http, cwd=ROOT, env=http_env,
                                       stdout=(logs / "http.log").open("wb"), stderr=subprocess.STDOUT,
                                       start_new_session=True))
         base = f"http://127.0.0.1:{http_port}"
         servers.append(base)
-        described = f"gunicorn (WSGI, sync) {args.http_workers} processes for HTTP + {described} for WebSockets"
+        described = f"gunicorn (WSGI, {gunicorn_sizing(http_env)}) for HTTP + {described} for WebSockets"
     for url in servers:
         if not serving(url):
             stop(procs)
             sys.exit(f"the web server did not start; see {logs}")
     pool = f"a connection pool of {args.pool} per process" if args.pool else "a new DB connection per request"
     return procs, base, ws_base, f"{described} with {pool}; celery worker -c {args.celery_concurrency}"
+
+
+def gunicorn_sizing(http_env: dict) -> str:
+    """How annotate/config/gunicorn.py sizes gunicorn with these settings, in words."""
+    out = subprocess.run([sys.executable, "-c", "import annotate.config.gunicorn as g; print(g.workers, g.threads)"],
+                         cwd=ROOT, env=http_env, capture_output=True, text=True, check=True).stdout.split()
+    processes, threads = int(out[0]), int(out[1])
+    return f"{processes} processes x {threads} threads" if threads > 1 else f"{processes} sync processes"
 
 
 def serving(base: str, seconds: float = 60) -> bool:
@@ -384,6 +398,55 @@ def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
     return totals
 
 
+class MachineSampler:
+    """The whole machine's busy share, second by second, while a phase runs (Linux /proc/stat): a phase's mean
+    hides a burst, so it also says how many seconds the cores were saturated (>= 95% busy)."""
+
+    def __init__(self):
+        import threading
+
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _read() -> tuple[int, int]:
+        with open("/proc/stat") as stat:
+            values = [int(v) for v in stat.readline().split()[1:9]]
+        idle = values[3] + values[4]  # idle and iowait: a core waiting for the disk has no work to run
+        return sum(values) - idle, sum(values)
+
+    def _run(self) -> None:
+        busy, total = self._read()
+        while not self._stop.wait(1.0):
+            now_busy, now_total = self._read()
+            if now_total > total:
+                self.samples.append(100 * (now_busy - busy) / (now_total - total))
+            busy, total = now_busy, now_total
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def describe(self) -> str:
+        if not self.samples:
+            return "no sample"
+        saturated = sum(1 for share in self.samples if share >= 95)
+        return (f"busy {sum(self.samples) / len(self.samples):.0f}% on average, saturated (>= 95%) {saturated} s of "
+                f"{len(self.samples)} s, the busiest 10 s at {busiest(self.samples, 10):.0f}%")
+
+
+def busiest(samples: list[float], window: int) -> float:
+    """The highest mean of ``window`` consecutive samples."""
+    if len(samples) <= window:
+        return sum(samples) / len(samples)
+    return max(sum(samples[i:i + window]) / window for i in range(len(samples) - window + 1))
+
+
 def redis_pid(var_dir: Path) -> int | None:
     pid = var_dir / "redis.pid"
     return int(pid.read_text().strip()) if pid.exists() else None
@@ -430,7 +493,7 @@ def targets_for(annotators: int) -> dict[str, float]:
 
 
 def report(title: str, clients: ClientProcesses, target_p95: dict[str, float], load_before: tuple[float, ...],
-           cpu: str, yardstick_before: float) -> bool:
+           cpu: str, yardstick_before: float, machine: str) -> bool:
     stats, elapsed = clients.stats, clients.elapsed
     loads = "/".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{title}: {stats.cycles} items done in {elapsed:.1f} s ({stats.cycles / elapsed:.1f} items/s), "
@@ -439,6 +502,7 @@ def report(title: str, clients: ClientProcesses, target_p95: dict[str, float], l
     print(f"  machine speed: the reference workload took {yardstick_before:.1f} ms before, "
           f"{reference_workload_ms():.1f} ms after (lower is faster; compare runs only at a similar speed)")
     print(f"  CPU used, in % of one core (the machine has {os.cpu_count()}): {cpu}")
+    print(f"  the whole machine, second by second: {machine}")
     print(f"  load generator: {clients.describe()}")
     print(f"  {'':<30}{'n':>7}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}   (ms)")
     ok = True
@@ -458,11 +522,40 @@ def report(title: str, clients: ClientProcesses, target_p95: dict[str, float], l
         print(f"  {name:<30}{len(values):>7}{p50:>9.1f}{p95:>9.1f}{p99:>9.1f}{max(values or [0]):>9.1f}")
         if counted:
             ok = ok and bool(values) and p95 <= target_p95[key]
+    print_waiting(stats)
+    print_costs(stats)
     errors = sum(stats.errors.values())
     print(f"  errors: {errors}" + (f" {stats.errors}" if errors else ""))
     bars = ", ".join(f"{key} p95 <= {ms:.0f} ms" for key, ms in target_p95.items())
     print(f"  target: {bars}, 0 errors: {'met' if ok and not errors else 'NOT met'}")
     return ok and not errors
+
+
+def print_waiting(stats) -> None:
+    """Client-observed p95 against the app's own p95 (Server-Timing): what a request spent waiting in front of the
+    app (the server's backlog, a busy worker) or on the way. Close to 1 while no request waits for a free worker."""
+    for name, client, app in (("next", stats.next, stats.next_server), ("submit", stats.submit, stats.submit_server)):
+        app = [ms for ms in app if ms == ms]  # NaN: a reply without the header
+        if client and app:
+            client_p95, app_p95 = percentile(client, 0.95), percentile(app, 0.95)
+            print(f"  {name} p95 at the client / in the app: {client_p95:.1f} / {app_p95:.1f} ms = "
+                  f"{client_p95 / app_p95:.2f}x (bar: <= 1.5x)")
+
+
+def print_costs(stats) -> None:
+    """What each kind of request cost the app, from its Server-Timing detail (the split's gunicorn side)."""
+    kinds = (("next, first item each", stats.next_first_cost), ("next, later items", stats.next_later_cost),
+             ("submit", stats.submit_cost), ("draft (POST)", stats.draft_cost))
+    if not any(costs for _, costs in kinds):
+        return
+    print(f"  {'cost in the app':<30}{'n':>7}{'CPU p50':>9}{'CPU p95':>9}{'DB p50':>9}{'DB p95':>9}{'queries':>9}")
+    for name, costs in kinds:
+        if costs:
+            cpu, db = [c for c, _, _ in costs], [d for _, _, d in costs]
+            print(f"  {name:<30}{len(costs):>7}{percentile(cpu, 0.5):>9.1f}{percentile(cpu, 0.95):>9.1f}"
+                  f"{percentile(db, 0.5):>9.1f}{percentile(db, 0.95):>9.1f}{max(c[1] for c in costs):>9}")
+    print("  (ms of the request thread's CPU, ms spent in its queries; queries: the most in one request, BEGIN and "
+          "COMMIT not counted)")
 
 
 def explain(batch_name: str) -> None:
@@ -524,12 +617,13 @@ def main() -> None:
             probe.mark(title)
             load, speed = os.getloadavg(), reference_workload_ms()
             cpu = cpu_seconds(procs, **ours)
-            clients = run_phase_in_processes(base, ws_base, batch, credentials, processes=args.clients,
-                                             seconds=args.seconds, wait=args.wait, **options)
+            with MachineSampler() as machine:
+                clients = run_phase_in_processes(base, ws_base, batch, credentials, processes=args.clients,
+                                                 seconds=args.seconds, wait=args.wait, **options)
             after = cpu_seconds(procs, **ours)
             after["client"] += sum(clients.cpu_seconds)  # the client processes have exited: their own reports
             results.append(report(title, clients, targets_for(len(credentials)), load,
-                                  cpu_shares(cpu, after, clients.elapsed), speed))
+                                  cpu_shares(cpu, after, clients.elapsed), speed, machine.describe()))
             probe.report()
         if args.explain:
             explain(batch)

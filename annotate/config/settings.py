@@ -291,6 +291,8 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 # Reverse proxies in front of the web server (addresses or CIDR networks, comma-separated; empty: none). Only their
 # X-Forwarded-For / X-Forwarded-Proto are read; e.g. the TLS proxy's address on compose's `proxy` network.
 TRUSTED_PROXIES = trusted_proxies(env_list("TRUSTED_PROXIES", []))
+# Benchmarks only: each WSGI response's Server-Timing also gives its CPU time and queries (annotate.server.timing).
+SERVER_TIMING_DETAIL = env_bool("SERVER_TIMING_DETAIL", False)
 
 # --- static and media -----------------------------------------------------------------------
 STATIC_URL = "static/"

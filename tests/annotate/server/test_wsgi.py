@@ -76,6 +76,38 @@ def test_each_response_carries_the_apps_time():
 
 
 @pytest.mark.django_db
+def test_with_detail_the_header_also_gives_the_requests_cpu_and_its_queries():
+    """SERVER_TIMING_DETAIL (benchmarks only): the request thread's CPU and its queries, counted where Django runs
+    them (connection.execute_wrapper), not BEGIN or COMMIT."""
+    from annotate.models import User
+
+    def app(environ, start_response):
+        User.objects.count()
+        list(User.objects.filter(username="nobody"))
+        sum(range(200_000))  # some CPU
+        start_response("200 OK", [])
+        return [b""]
+
+    started = []
+    WsgiServerTiming(app, detail=True)({}, lambda status, headers, exc_info=None: started.append(headers))
+    metrics = {part.split(";")[0]: part for part in dict(started[0])["Server-Timing"].split(", ")}
+    assert set(metrics) == {"app", "cpu", "db"}
+    assert float(metrics["cpu"].partition("dur=")[2]) > 0
+    assert metrics["db"].endswith('desc="2 queries"')
+
+
+def test_without_detail_the_header_says_only_the_apps_time():
+    """Off by default: a count of queries could tell a participant an attention check from an ordinary item."""
+    from django.conf import settings
+
+    started = []
+    WsgiServerTiming(lambda environ, start_response: start_response("200 OK", []) or [b""])(
+        {}, lambda status, headers, exc_info=None: started.append(headers))
+    assert settings.SERVER_TIMING_DETAIL is False
+    assert dict(started[0])["Server-Timing"].startswith("app;dur=") and "," not in dict(started[0])["Server-Timing"]
+
+
+@pytest.mark.django_db
 def test_the_entry_point_serves_the_app_with_both_wrappers():
     from annotate.config.wsgi import application
 
