@@ -67,16 +67,27 @@ def work_items_create_for_batch(*, batch: Batch) -> int:
     return len(new)
 
 
-def _latest_assignment(annotator: User) -> Assignment | None:
-    """The annotator's latest assignment, with its work item, batch and session, and (annotated) whether some item
-    is pinned to them and whether an open batch names them: one query for all the queue asks on a person's next
-    item (None: a newcomer)."""
-    return (Assignment.objects.filter(annotator_id=annotator.pk)
-            .select_related("work_item__batch", "session")
-            .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)),
-                      in_named_batch=Exists(belongs_to_a_batch(annotator.pk)))
-            .order_by("-created_at")
-            .first())
+@dataclass(frozen=True)
+class _Known:
+    """What the queue learns of a person in one query: their latest assignment (with its work item, batch and
+    session; None for a newcomer), whether some item is pinned to them, and whether an open batch names them (None:
+    not known, a newcomer's is asked where it matters)."""
+
+    latest: Assignment | None
+    has_pinned: bool
+    in_named_batch: bool | None
+
+
+def _known_of(annotator: User) -> _Known:
+    latest = (Assignment.objects.filter(annotator_id=annotator.pk)
+              .select_related("work_item__batch", "session")
+              .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)),
+                        in_named_batch=Exists(belongs_to_a_batch(annotator.pk)))
+              .order_by("-created_at")
+              .first())
+    if latest is None:  # a newcomer
+        return _Known(None, WorkItem.objects.filter(pinned_to=annotator.pk).exists(), None)
+    return _Known(latest, latest.has_pinned, latest.in_named_batch)
 
 
 def _resumable(assignment: Assignment) -> bool:
@@ -104,12 +115,11 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
 def _next_in_turn(annotator: User, batch: Batch | None) -> Assignment | None:
     with transaction.atomic():
         _lock_annotator(annotator)
-        latest = _latest_assignment(annotator)  # read once the lock is held: a request of theirs just before is seen
+        known = _known_of(annotator)  # read once the lock is held: a request of theirs just before is seen
+        latest, has_pinned, in_named_batch = known.latest, known.has_pinned, known.in_named_batch
         if latest is not None and _resumable(latest):
             assignment_renew(assignment=latest)
             return latest
-        has_pinned = latest.has_pinned if latest else WorkItem.objects.filter(pinned_to=annotator.pk).exists()
-        in_named_batch = latest.in_named_batch if latest else None
         if batch is None and annotator.crowd_batch_id:
             batch = latest.work_item.batch if latest and latest.work_item.batch_id == annotator.crowd_batch_id \
                 else Batch.objects.filter(pk=annotator.crowd_batch_id).first()
