@@ -31,9 +31,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.figures import percentile  # noqa: E402
 from benchmarks.queue_load import (  # noqa: E402
     BATCH_NAME,
-    configure,
     create_data,
-    scratch_database,
+    scratch_setup,
     start_processes,
     tear_down,
 )
@@ -130,12 +129,7 @@ def run_browser(base: str, username: str, sessions: int) -> tuple[list[float], d
 
 def main() -> None:
     args = parse_args()
-    if not args.database_url:
-        sys.exit("Set DATABASE_URL (postgres://postgres@127.0.0.1:5432/postgres) or pass --database-url")
-    var_dir = ROOT / "var" / "page_bench"
-    var_dir.mkdir(parents=True, exist_ok=True)
-    database_url, scratch = scratch_database(args.database_url, False, suffix="_page_bench")
-    env = configure(database_url, var_dir)
+    _, scratch, env, var_dir = scratch_setup(args.database_url, "page_bench", "_page_bench")
     env["STATIC_FROM_FINDERS"] = "1"  # the page's own scripts and styles, served without a collectstatic step
     procs = []
     try:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import percentile, reference_workload_ms  # noqa: E402
-from benchmarks.queue_load import _admin, configure, scratch_database  # noqa: E402
+from benchmarks.queue_load import _admin, scratch_setup  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -130,12 +130,7 @@ def walk(tokens: list[str], cycles: int) -> Meter:
 
 def main() -> None:
     args = parse_args()
-    if not args.database_url:
-        sys.exit("Set DATABASE_URL (postgres://postgres@127.0.0.1:5432/postgres) or pass --database-url")
-    var_dir = ROOT / "var" / "item_cost"
-    var_dir.mkdir(parents=True, exist_ok=True)
-    database_url, scratch = scratch_database(args.database_url, False, suffix="_item_cost")
-    configure(database_url, var_dir)
+    _, scratch, _, var_dir = scratch_setup(args.database_url, "item_cost", "_item_cost")
     from django.conf import settings
 
     from annotate.server import embedded_redis

@@ -137,6 +137,17 @@ def scratch_database(url: str, in_place: bool, reuse: bool = False,
     return urlunsplit(parts._replace(path="/" + name)), name
 
 
+def scratch_setup(database_url: str, var_name: str, suffix: str) -> tuple[str, str | None, dict, Path]:
+    """What a benchmark on a scratch database starts with: (its URL, its name to drop at the end, the environment
+    the app runs with, the benchmark's own folder under var/); exits with a message without a PostgreSQL URL."""
+    if not database_url:
+        sys.exit("Set DATABASE_URL (postgres://postgres@127.0.0.1:5432/postgres) or pass --database-url")
+    var_dir = ROOT / "var" / var_name
+    var_dir.mkdir(parents=True, exist_ok=True)
+    url, scratch = scratch_database(database_url, False, suffix=suffix)
+    return url, scratch, configure(url, var_dir), var_dir
+
+
 def _admin(url: str, sql: str) -> None:
     import psycopg
 

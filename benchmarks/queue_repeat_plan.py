@@ -21,13 +21,12 @@ import random
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import percentile  # noqa: E402
-from benchmarks.queue_load import _admin, analyze, configure  # noqa: E402
+from benchmarks.queue_load import _admin, analyze, scratch_setup  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -78,36 +77,28 @@ def create_data(args) -> None:
 
 
 def explain(batch, annotator, runs: int) -> None:
-    from django.db import connection
+    """EXPLAIN ANALYZE of the reservation's walk for ``annotator`` (the queryset the queue locks its next item
+    from, through Django's public ``QuerySet.explain``), then its execution time over ``runs`` runs."""
+    import json
 
-    from annotate.queue.services import _candidate_selects, _latest_assignment, _queue_state
+    from django.db import transaction
 
-    state = _queue_state(*_latest_assignment(annotator))
-    sql, params = next(iter(_candidate_selects(annotator, batch, state)))
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params)
-        print("\n".join(row[0] for row in cursor.fetchall()))
-        times = []
-        for _ in range(runs):
-            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-            times.append(cursor.fetchone()[0][0]["Execution Time"])
+    from annotate.models import Assignment
+    from annotate.queue.items import batch_items
+
+    last_task_id = (Assignment.objects.filter(annotator=annotator).order_by("-created_at")
+                    .values_list("work_item__task_id", flat=True).first())
+    items = batch_items(batch, annotator.pk, last_task_id=last_task_id).select_for_update(
+        skip_locked=True, of=("self",))[:1]
+    with transaction.atomic():
+        print(items.explain(analyze=True, buffers=True))
+        times = [json.loads(items.explain(format="json", analyze=True))[0]["Execution Time"] for _ in range(runs)]
     print(f"execution time over {runs} runs: p50 {percentile(times, 0.5):.3f} ms, p95 {percentile(times, 0.95):.3f} ms")
 
 
 def main() -> None:
     args = parse_args()
-    if not args.database_url:
-        sys.exit("Set DATABASE_URL (postgres://postgres@127.0.0.1:5432/postgres) or pass --database-url")
-    var_dir = ROOT / "var" / "repeat_plan"
-    var_dir.mkdir(parents=True, exist_ok=True)
-    parts = urlsplit(args.database_url)
-    if not parts.scheme.startswith("postgres"):
-        sys.exit("queue_repeat_plan needs PostgreSQL")
-    scratch = parts.path.lstrip("/") + "_repeat_plan"
-    _admin(args.database_url, f'DROP DATABASE IF EXISTS "{scratch}"')
-    _admin(args.database_url, f'CREATE DATABASE "{scratch}"')
-    database_url = urlunsplit(parts._replace(path="/" + scratch))
-    configure(database_url, var_dir)
+    _, scratch, _, _ = scratch_setup(args.database_url, "repeat_plan", "_repeat_plan")
     try:
         t0 = time.perf_counter()
         create_data(args)
