@@ -68,37 +68,35 @@ def work_items_create_for_batch(*, batch: Batch) -> int:
 
 
 @dataclass(frozen=True)
-class _Known:
-    """What the queue learns of a person in one query: their latest assignment (with its work item, batch and
-    session; None for a newcomer), whether some item is pinned to them, and whether an open batch names them (None:
-    not known, a newcomer's is asked where it matters)."""
+class _Person:
+    """What the lock on a person's row reads with it: whether some item is pinned to them and whether an open batch
+    names them (neither needs the lock to be read right)."""
 
-    latest: Assignment | None
     has_pinned: bool
-    in_named_batch: bool | None
+    in_named_batch: bool
 
 
-def _known_of(annotator: User) -> _Known:
-    latest = (Assignment.objects.filter(annotator_id=annotator.pk)
-              .select_related("work_item__batch", "session")
-              .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)),
-                        in_named_batch=Exists(belongs_to_a_batch(annotator.pk)))
-              .order_by("-created_at")
-              .first())
-    if latest is None:  # a newcomer
-        return _Known(None, WorkItem.objects.filter(pinned_to=annotator.pk).exists(), None)
-    return _Known(latest, latest.has_pinned, latest.in_named_batch)
+def _lock_annotator(annotator: User) -> _Person:
+    """Serialize this person's next-item requests until the transaction ends. FOR NO KEY UPDATE: rows that point at
+    the annotator (their sessions, ratings) can still be written meanwhile. (SQLite's transactions take the write
+    lock when they begin, which serializes them anyway.)"""
+    has_pinned, in_named_batch = (
+        User.objects.select_for_update(no_key=True).filter(pk=annotator.pk)
+        .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)),
+                  in_named_batch=Exists(belongs_to_a_batch(annotator.pk)))
+        .values_list("has_pinned", "in_named_batch").get())
+    return _Person(has_pinned, in_named_batch)
+
+
+def _latest_assignment(annotator: User) -> Assignment | None:
+    """The person's latest assignment with its work item, batch and session (None: a newcomer). Read once their
+    row is locked, so a request of theirs just before is seen."""
+    return (Assignment.objects.filter(annotator_id=annotator.pk).select_related("work_item__batch", "session")
+            .order_by("-created_at").first())
 
 
 def _resumable(assignment: Assignment) -> bool:
     return assignment.status == Assignment.Status.ACTIVE and assignment.lease_expires_at >= timezone.now()
-
-
-def _lock_annotator(annotator: User) -> None:
-    """Serialize this person's next-item requests until the transaction ends. FOR NO KEY UPDATE: rows that point at
-    the annotator (their sessions, ratings) can still be written meanwhile. (SQLite's transactions take the write
-    lock when they begin, which serializes them anyway.)"""
-    list(User.objects.select_for_update(no_key=True).filter(pk=annotator.pk).values_list("pk"))
 
 
 def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignment | None:
@@ -114,9 +112,9 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
 
 def _next_in_turn(annotator: User, batch: Batch | None) -> Assignment | None:
     with transaction.atomic():
-        _lock_annotator(annotator)
-        known = _known_of(annotator)  # read once the lock is held: a request of theirs just before is seen
-        latest, has_pinned, in_named_batch = known.latest, known.has_pinned, known.in_named_batch
+        person = _lock_annotator(annotator)
+        latest = _latest_assignment(annotator)
+        has_pinned, in_named_batch = person.has_pinned, person.in_named_batch
         if latest is not None and _resumable(latest):
             assignment_renew(assignment=latest)
             return latest

@@ -60,13 +60,13 @@ def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simul
         submit_counts.append(submit(api_client, session_id, n))
         finish(session_id)
     # A fresh reservation: the batch named, then in one transaction (its savepoint and release counted here) the lock
-    # on the annotator's row, their latest assignment with its item and batch (resume, last task) and whether items
-    # are pinned to them or an open batch names them (a newcomer, with no latest assignment, asks both on their
-    # own), the checks served so far once the annotator's plan has placed one (annotate.queue.gold), the first open
-    # item (or check) with its model (locked), its active count, the assignment, the session and round 0.
+    # on the annotator's row (read with whether items are pinned to them and whether an open batch names them), their
+    # latest assignment with its item and batch (resume, last task; a newcomer has none), the checks served so far
+    # once the annotator's plan has placed one (annotate.queue.gold), the first open item (or check) with its model
+    # (locked), its active count, the assignment, the session and round 0: the same for a newcomer.
     planned = [bool(planned_positions(seed=batch.serving_seed, annotator_id=annotator.pk, rate=gold_rate, share=None,
                                       up_to=position)) for position in range(1, 9)]
-    expected = [10 + 2 * (position == 0) + planned[position] for position in range(8)]
+    expected = [10 + planned[position] for position in range(8)]
     assert next_counts == expected, next_counts
     # A submit: the session with its ownership check, its rounds, the new round saved as the session moves on (the
     # transaction's markers, the session's update and the insert), and the snapshot's images (its rounds are those

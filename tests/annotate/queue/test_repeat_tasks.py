@@ -242,10 +242,9 @@ def test_next_item_query_count_does_not_grow_with_history(repeats):
         assert assignment is not None
         counts.append(len(queries))
         finish(assignment)
-    # The first reservation asks on their own what a returning annotator's latest assignment tells (pins, whether an
-    # open batch names them: see test_queue_queries), and counts them in among the batch's annotators (the model
-    # they start with: annotate.queue.order).
-    assert counts[0] == counts[1] + 4 and set(counts[1:]) == {counts[1]}, counts
+    # The first reservation counts them in among the batch's annotators (the model they start with:
+    # annotate.queue.order): an update and a read.
+    assert counts[0] == counts[1] + 2 and set(counts[1:]) == {counts[1]}, counts
 
 
 # --- the reveal time and the export ---------------------------------------------------------------------------------

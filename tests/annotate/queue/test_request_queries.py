@@ -15,13 +15,13 @@ from tests.factories import make_batch
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_dispatch")]
 
 # A fresh item for a returning annotator: the token (with its user), BEGIN, the lock on their row (one item at a
-# time per person), their latest assignment with its item, batch and session and whether something is pinned to
-# them or an open batch names them, the first free item (locked, with its model), its active count, the
-# assignment, the session and its round 0, COMMIT.
+# time per person, read with whether something is pinned to them and whether an open batch names them), their
+# latest assignment with its item, batch and session, the first free item (locked, with its model), its active
+# count, the assignment, the session and its round 0, COMMIT.
 RETURNING_NEXT = 10
-# A newcomer: the same, with no latest assignment to learn it from: whether an item is pinned to them and the open
-# batches that may serve them (with several, the first item of each too).
-NEWCOMER_NEXT = 12
+# A newcomer: the same, and the open batches that may serve them, since no latest assignment says which (with
+# several, the first item of each too).
+NEWCOMER_NEXT = 11
 # A submit: the token, the session (with its task, batch and model, its owner checked), its rounds, BEGIN, the
 # session moving on, the new round, COMMIT, and the snapshot's images.
 SUBMIT = 8
