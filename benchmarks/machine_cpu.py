@@ -1,0 +1,122 @@
+"""What the parts of a benchmark run cost the machine: CPU seconds per part from /proc (the web processes, the
+worker, PostgreSQL, Redis, the client, the whole machine, the host's steal), and the whole machine sampled second by
+second while a phase runs. Linux only. Used by queue_load.py and the benchmarks built on it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+
+# What each process queue_load's start_processes returns is, in its order: the ASGI server, the worker, a split's
+# gunicorn.
+PROCESS_ROLES = ("web", "worker", "web")
+
+
+def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
+                redis_pid: int | None = None) -> dict[str, float]:
+    """CPU seconds used so far by each part sharing this machine (Linux /proc): the web processes, the worker,
+    PostgreSQL, Redis and this process (with any child of its own: "client"), the whole machine, and the time the
+    host took from this virtual machine (steal). Exited processes drop out, so compare two readings of one phase
+    only. With ``database``, PostgreSQL is the backends serving that database and the server's own background
+    processes (not other databases' sessions: other work on the machine); with ``redis_pid``, Redis is that
+    server only."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent, used, name = {}, {}, {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                comm, _, rest = stat.read().rpartition(")")
+        except OSError:
+            continue
+        fields = rest.split()
+        parent[int(pid)], used[int(pid)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+        name[int(pid)] = comm.partition("(")[2]
+
+    roots = {os.getpid(): "client", **{proc.pid: role for proc, role in zip(procs, PROCESS_ROLES, strict=False)}}
+
+    def root_of(pid: int) -> str | None:
+        while pid > 1:
+            if pid in roots:
+                return roots[pid]
+            pid = parent.get(pid, 0)
+        return None
+
+    def ours(pid: int) -> bool:
+        if name[pid] == "redis-server":
+            return redis_pid in (None, pid)
+        if database is None:
+            return True
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                title = cmdline.read().decode(errors="replace")
+        except OSError:
+            return False
+        # A backend's title is "postgres: 15/main: user database host(port) state"; background processes have none.
+        return "(" not in title or f" {database} " in title
+
+    totals = dict.fromkeys(("web", "worker", "PostgreSQL", "Redis", "client"), 0.0)
+    for pid, seconds in used.items():
+        role = {"postgres": "PostgreSQL", "redis-server": "Redis"}.get(name[pid]) or root_of(pid)
+        if role and (role not in ("PostgreSQL", "Redis") or ours(pid)):
+            totals[role] += seconds
+    # Everything else too (the kernel's share of the loopback traffic, other processes): the parts above do not add
+    # up to what the cores were busy with.
+    with open("/proc/stat") as stat:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in stat.readline().split()[1:9])
+    totals["whole machine"] = (user + nice + system + irq + softirq) / tick
+    # Time the hypervisor gave this virtual machine's cores to others while they had work: on a shared host it
+    # slows every part above, whatever this run does.
+    totals["stolen by the host"] = steal / tick
+    return totals
+
+
+class MachineSampler:
+    """The whole machine's busy share, second by second, while a phase runs (Linux /proc/stat): a phase's mean
+    hides a burst, so it also says how many seconds the cores were saturated (>= 95% busy)."""
+
+    def __init__(self):
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _read() -> tuple[int, int]:
+        with open("/proc/stat") as stat:
+            values = [int(v) for v in stat.readline().split()[1:9]]
+        idle = values[3] + values[4]  # idle and iowait: a core waiting for the disk has no work to run
+        return sum(values) - idle, sum(values)
+
+    def _run(self) -> None:
+        busy, total = self._read()
+        while not self._stop.wait(1.0):
+            now_busy, now_total = self._read()
+            if now_total > total:
+                self.samples.append(100 * (now_busy - busy) / (now_total - total))
+            busy, total = now_busy, now_total
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def describe(self) -> str:
+        if not self.samples:
+            return "no sample"
+        saturated = sum(1 for share in self.samples if share >= 95)
+        return (f"busy {sum(self.samples) / len(self.samples):.0f}% on average, saturated (>= 95%) {saturated} s of "
+                f"{len(self.samples)} s, the busiest 10 s at {busiest(self.samples, 10):.0f}%")
+
+
+def busiest(samples: list[float], window: int) -> float:
+    """The highest mean of ``window`` consecutive samples."""
+    if len(samples) <= window:
+        return sum(samples) / len(samples)
+    return max(sum(samples[i:i + window]) / window for i in range(len(samples) - window + 1))
+
+
+def cpu_shares(before: dict[str, float], after: dict[str, float], elapsed: float) -> str:
+    return ", ".join(f"{role} {100 * (after[role] - before[role]) / elapsed:.0f}%" for role in before)
