@@ -370,8 +370,8 @@ def main() -> None:
 
         call_command("migrate", verbosity=0)
         admin_token, credentials = our_people()
-        options = SimpleNamespace(server="split", web_workers=1, http_workers=None, http_threads=None, pool=8, celery_concurrency=2,
-                                  probe=False)
+        options = SimpleNamespace(server="split", web_workers=1, http_workers=None, http_threads=None, pool=8,
+                                  celery_concurrency=2, probe=False)
         procs, base, ws_base, described = start_processes(env, var_dir, options)
         print(f"ours: {described}", flush=True)
         records = make_records(args.tasks)

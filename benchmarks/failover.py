@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import percentile  # noqa: E402
-from benchmarks.load_client import QUIET_SECONDS, Browser, Stats, run_client  # noqa: E402
+from benchmarks.load_client import QUIET_SECONDS, Browser, Stats, next_item, run_client  # noqa: E402
 from benchmarks.queue_load import (  # noqa: E402
     BATCH_NAME,
     configure,
@@ -68,7 +68,7 @@ from benchmarks.queue_load import (  # noqa: E402
     tear_down,
 )
 from benchmarks.restore_drill import doubled_rounds  # noqa: E402
-from benchmarks.soak import _soak_settings, drain, lost_rounds, next_item, start_beat  # noqa: E402
+from benchmarks.soak import _soak_settings, drain, lost_rounds, start_beat  # noqa: E402
 
 NGINX_CONF = ROOT / "docker" / "nginx-split.conf"
 SPANS = ("before the kill", "10 s after it", "until the restart", "after the restart")

@@ -212,6 +212,23 @@ class PollWaiter:
         return None
 
 
+async def next_item(ask, errors: dict[str, int]) -> Reply | str | None:
+    """Ask for the next item as the page does (``ask()`` sends the request): the reply when an item was reserved;
+    None after waiting when the queue said wait or the request failed (counted in ``errors``); "done" when there is
+    nothing left for this annotator."""
+    reply = await ask()
+    if reply.status == 200 and reply.json()["state"] == "done":
+        return "done"
+    if reply.status == 200 and reply.json()["state"] == "wait":
+        await asyncio.sleep(reply.json()["retry_after"])
+        return None
+    if reply.status != 200:
+        errors[f"next {reply.status}"] = errors.get(f"next {reply.status}", 0) + 1
+        await asyncio.sleep(1)
+        return None
+    return reply
+
+
 async def annotator_loop(browser: Browser, cookie: str, batch: str, ws_base: str, deadline: float, think: float,
                          max_cycles: int, start_delay: float, wait: str, poll: float) -> None:
     import aiohttp
@@ -239,15 +256,10 @@ async def annotator_loop(browser: Browser, cookie: str, batch: str, ws_base: str
     first_item = True
     while time.monotonic() < deadline and stats.cycles < max_cycles:
         try:
-            response = await browser.call("POST", "/api/next/", {"batch": batch})
-            if response.status == 200 and response.json()["state"] == "done":
+            response = await next_item(lambda: browser.call("POST", "/api/next/", {"batch": batch}), stats.errors)
+            if response == "done":
                 return
-            if response.status == 200 and response.json()["state"] == "wait":
-                await asyncio.sleep(response.json()["retry_after"])
-                continue
-            if response.status != 200:
-                stats.error(f"next {response.status}")
-                await asyncio.sleep(1)
+            if response is None:
                 continue
             stats.next.append(response.ms)
             stats.next_server.append(response.server_ms)

@@ -13,6 +13,13 @@ import threading
 PROCESS_ROLES = ("web", "worker", "web")
 
 
+def machine_ticks() -> list[int]:
+    """The whole machine's CPU time so far, in clock ticks (/proc/stat): user, nice, system, idle, iowait, irq,
+    softirq, steal."""
+    with open("/proc/stat") as stat:
+        return [int(v) for v in stat.readline().split()[1:9]]
+
+
 def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
                 redis_pid: int | None = None) -> dict[str, float]:
     """CPU seconds used so far by each part sharing this machine (Linux /proc): the web processes, the worker,
@@ -62,8 +69,7 @@ def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
             totals[role] += seconds
     # Everything else too (the kernel's share of the loopback traffic, other processes): the parts above do not add
     # up to what the cores were busy with.
-    with open("/proc/stat") as stat:
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in stat.readline().split()[1:9])
+    user, nice, system, _idle, _iowait, irq, softirq, steal = machine_ticks()
     totals["whole machine"] = (user + nice + system + irq + softirq) / tick
     # Time the hypervisor gave this virtual machine's cores to others while they had work: on a shared host it
     # slows every part above, whatever this run does.
@@ -82,10 +88,9 @@ class MachineSampler:
 
     @staticmethod
     def _read() -> tuple[int, int]:
-        with open("/proc/stat") as stat:
-            values = [int(v) for v in stat.readline().split()[1:9]]
-        idle = values[3] + values[4]  # idle and iowait: a core waiting for the disk has no work to run
-        return sum(values) - idle, sum(values)
+        ticks = machine_ticks()
+        idle = ticks[3] + ticks[4]  # idle and iowait: a core waiting for the disk has no work to run
+        return sum(ticks) - idle, sum(ticks)
 
     def _run(self) -> None:
         busy, total = self._read()

@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import percentile  # noqa: E402
-from benchmarks.load_client import Browser, SocketWaiter, Stats, run_client  # noqa: E402
+from benchmarks.load_client import Browser, SocketWaiter, Stats, next_item, run_client  # noqa: E402
 from benchmarks.queue_load import (  # noqa: E402
     BATCH_NAME,
     configure,
@@ -110,23 +110,6 @@ async def call(soak: Soak, browser: Browser, method: str, path: str, payload: di
     reply = await browser.call(method, path, payload)
     if reply.status >= 500:
         soak.server_errors += 1
-    return reply
-
-
-async def next_item(ask, errors) -> object | None:
-    """Ask for the next item as the page does (``ask()`` sends the request): the reply when an item was reserved;
-    None after waiting when the queue said wait or the request failed (counted in ``errors``); "done" when there is
-    nothing left for this annotator."""
-    reply = await ask()
-    if reply.status == 200 and reply.json()["state"] == "done":
-        return "done"
-    if reply.status == 200 and reply.json()["state"] == "wait":
-        await asyncio.sleep(reply.json()["retry_after"])
-        return None
-    if reply.status != 200:
-        errors[f"next {reply.status}"] += 1
-        await asyncio.sleep(1)
-        return None
     return reply
 
 

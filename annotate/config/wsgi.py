@@ -16,6 +16,7 @@ from annotate.config.startup import load_before_serving  # noqa: E402
 from annotate.server.proxies import WsgiForwardedHeaders  # noqa: E402
 from annotate.server.timing import WsgiServerTiming  # noqa: E402
 
-application = WsgiForwardedHeaders(WsgiServerTiming(django_wsgi_app, detail=settings.SERVER_TIMING_DETAIL), settings.TRUSTED_PROXIES)
+application = WsgiForwardedHeaders(WsgiServerTiming(django_wsgi_app, detail=settings.SERVER_TIMING_DETAIL),
+                                   settings.TRUSTED_PROXIES)
 
 load_before_serving()

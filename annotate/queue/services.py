@@ -80,12 +80,10 @@ def _lock_annotator(annotator: User) -> _Person:
     """Serialize this person's next-item requests until the transaction ends. FOR NO KEY UPDATE: rows that point at
     the annotator (their sessions, ratings) can still be written meanwhile. (SQLite's transactions take the write
     lock when they begin, which serializes them anyway.)"""
-    has_pinned, in_named_batch = (
-        User.objects.select_for_update(no_key=True).filter(pk=annotator.pk)
-        .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)),
-                  in_named_batch=Exists(belongs_to_a_batch(annotator.pk)))
-        .values_list("has_pinned", "in_named_batch").get())
-    return _Person(has_pinned, in_named_batch)
+    return _Person(*User.objects.select_for_update(no_key=True).filter(pk=annotator.pk)
+                   .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)),
+                             in_named_batch=Exists(belongs_to_a_batch(annotator.pk)))
+                   .values_list("has_pinned", "in_named_batch").get())
 
 
 def _latest_assignment(annotator: User) -> Assignment | None:
@@ -114,7 +112,6 @@ def _next_in_turn(annotator: User, batch: Batch | None) -> Assignment | None:
     with transaction.atomic():
         person = _lock_annotator(annotator)
         latest = _latest_assignment(annotator)
-        has_pinned, in_named_batch = person.has_pinned, person.in_named_batch
         if latest is not None and _resumable(latest):
             assignment_renew(assignment=latest)
             return latest
@@ -122,19 +119,19 @@ def _next_in_turn(annotator: User, batch: Batch | None) -> Assignment | None:
             batch = latest.work_item.batch if latest and latest.work_item.batch_id == annotator.crowd_batch_id \
                 else Batch.objects.filter(pk=annotator.crowd_batch_id).first()
         if batch is not None:
-            open_to = batch_open_to(annotator, batch, in_named_batch=in_named_batch)
-            return _reserve(annotator, batch, latest, has_pinned) if open_to else None
+            open_to = batch_open_to(annotator, batch, in_named_batch=person.in_named_batch)
+            return _reserve(annotator, batch, latest, person.has_pinned) if open_to else None
         if latest is not None:  # a person stays with their latest batch while it has items for them
             batch = latest.work_item.batch
-            if batch_open_to(annotator, batch, in_named_batch=in_named_batch):
-                assignment = _reserve(annotator, batch, latest, has_pinned)
+            if batch_open_to(annotator, batch, in_named_batch=person.in_named_batch):
+                assignment = _reserve(annotator, batch, latest, person.has_pinned)
                 # Nothing reserved: its items are only held by others for now, or it has none left for them (the
                 # one case that costs a second walk, at the end of a batch).
                 if assignment is not None or batch_items(batch, annotator.pk,
                                                          last_task_id=latest.work_item.task_id).exists():
                     return assignment
         batch = _first_open_batch(annotator, latest)  # of the batches open to them: no second check
-        return None if batch is None else _reserve(annotator, batch, latest, has_pinned)
+        return None if batch is None else _reserve(annotator, batch, latest, person.has_pinned)
 
 
 def _first_open_batch(annotator: User, latest: Assignment | None) -> Batch | None:

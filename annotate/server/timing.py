@@ -62,24 +62,19 @@ class WsgiServerTiming:
         self.app, self.detail = app, detail
 
     def __call__(self, environ, start_response):
-        if self.detail:
-            return self._detailed(environ, start_response)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.thread_time()
+        queries = QueryCounter() if self.detail else None
 
         def timed_start_response(status, headers, exc_info=None):
-            return start_response(status, [*headers, ("Server-Timing", server_timing(start))], exc_info)
-
-        return self.app(environ, timed_start_response)
-
-    def _detailed(self, environ, start_response):
-        from django.db import connection
-
-        start, cpu_start, queries = time.perf_counter(), time.thread_time(), QueryCounter()
-
-        def timed_start_response(status, headers, exc_info=None):
-            timing = (f"{server_timing(start)}, cpu;dur={(time.thread_time() - cpu_start) * 1000:.1f}, "
-                      f'db;dur={queries.seconds * 1000:.1f};desc="{queries.count} queries"')
+            timing = server_timing(start)
+            if queries is not None:
+                timing += (f", cpu;dur={(time.thread_time() - cpu_start) * 1000:.1f}, "
+                           f'db;dur={queries.seconds * 1000:.1f};desc="{queries.count} queries"')
             return start_response(status, [*headers, ("Server-Timing", timing)], exc_info)
+
+        if queries is None:
+            return self.app(environ, timed_start_response)
+        from django.db import connection
 
         with connection.execute_wrapper(queries):
             return self.app(environ, timed_start_response)
