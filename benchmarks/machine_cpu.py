@@ -20,6 +20,14 @@ def machine_ticks() -> list[int]:
         return [int(v) for v in stat.readline().split()[1:9]]
 
 
+def process_cpu_ms(pid: int) -> float:
+    """CPU time one process has used so far (user and system), in ms; its resolution is a clock tick (10 ms), so
+    compare means over many requests, not one."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
                 redis_pid: int | None = None) -> dict[str, float]:
     """CPU seconds used so far by each part sharing this machine (Linux /proc): the web processes, the worker,

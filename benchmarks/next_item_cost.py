@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import percentile, reference_workload_ms  # noqa: E402
+from benchmarks.machine_cpu import process_cpu_ms  # noqa: E402
 from benchmarks.queue_load import _admin, scratch_setup  # noqa: E402
 
 
@@ -64,31 +65,48 @@ def create_data(n_tasks: int, n_people: int):
     return [token.key for token in tokens]
 
 
+def database_backend_pid() -> int:
+    """The PostgreSQL backend serving this process's connection (the requests run in this thread)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
 class Meter:
-    """CPU ms of this thread and queries (as Django logs them) of each request, by kind."""
+    """CPU ms of this thread, CPU ms of the database backend serving it, and queries (as Django logs them) of each
+    request, by kind."""
 
     def __init__(self):
+        self.backend_pid = database_backend_pid()
         self.cpu: dict[str, list[float]] = {}
         self.queries: dict[str, list[int]] = {}
+        self.db_cpu: dict[str, list[float]] = {}
 
     def post(self, kind: str, client, path: str, payload: dict):
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
+        db_start = process_cpu_ms(self.backend_pid)
         with CaptureQueriesContext(connection) as queries:
             start = time.thread_time()
             response = client.post(path, payload, format="json")
             cpu = (time.thread_time() - start) * 1000
+        db_cpu = process_cpu_ms(self.backend_pid) - db_start
         self.cpu.setdefault(kind, []).append(cpu)
+        self.db_cpu.setdefault(kind, []).append(db_cpu)
         self.queries.setdefault(kind, []).append(len(queries))
         return response
 
     def print(self) -> None:
-        print(f"  {'request':<34}{'n':>6}{'CPU p50':>9}{'CPU p95':>9}{'queries':>9}   (ms of the request's CPU)")
+        print(f"  {'request':<34}{'n':>6}{'CPU p50':>9}{'CPU p95':>9}{'DB mean':>9}{'queries':>9}   (ms of CPU: the "
+              f"app's thread, and the database's backend)")
         for kind, cpu in self.cpu.items():
-            counts = self.queries[kind]
+            counts, db_cpu = self.queries[kind], self.db_cpu[kind]
             shown = str(max(counts)) if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
-            print(f"  {kind:<34}{len(cpu):>6}{percentile(cpu, 0.5):>9.1f}{percentile(cpu, 0.95):>9.1f}{shown:>9}")
+            print(f"  {kind:<34}{len(cpu):>6}{percentile(cpu, 0.5):>9.1f}{percentile(cpu, 0.95):>9.1f}"
+                  f"{sum(db_cpu) / len(db_cpu):>9.2f}{shown:>9}")
 
 
 def walk(tokens: list[str], cycles: int) -> Meter:

@@ -126,6 +126,16 @@ if DB_POOL_MAX_SIZE and DATABASES["default"]["ENGINE"] == "django.db.backends.po
         "max_size": DB_POOL_MAX_SIZE,
         "timeout": env_int("DB_POOL_TIMEOUT", 10),  # seconds a request waits for a free connection
     }
+# Prepared statements: the queue's statements run thousands of times on each connection, and PostgreSQL parsed and
+# planned each afresh (about a third of the database's CPU per next item, benchmarks/next_item_cost.py). With
+# server-side binding (Django's documented option) psycopg prepares a statement once it has run DB_PREPARE_THRESHOLD
+# times on a connection. 0 turns it off: client-side binding, as behind PgBouncer in transaction mode.
+DB_PREPARE_THRESHOLD = env_int("DB_PREPARE_THRESHOLD", 5)
+if DB_PREPARE_THRESHOLD < 0:
+    raise ImproperlyConfigured(f"DB_PREPARE_THRESHOLD must be 0 (off) or more, got {DB_PREPARE_THRESHOLD}")
+if DB_PREPARE_THRESHOLD and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True,
+                                                          prepare_threshold=DB_PREPARE_THRESHOLD)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not memory: the browser and end-to-end tests run the web server and a worker in other processes.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_feedback_lab.sqlite3")}
