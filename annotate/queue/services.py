@@ -40,7 +40,8 @@ from annotate.queue.items import (
     serving_rank,
 )
 from annotate.queue.order import model_cycle, model_for, serving_order
-from annotate.sessions.services import session_start
+from annotate.queue.reservation import reservation_save
+from annotate.sessions import services as session_services
 from annotate.shares import participant_share
 
 
@@ -211,11 +212,13 @@ def _reserve(annotator: User, batch: Batch, latest: Assignment | None, has_pinne
         item = _first_free(ordinary.filter(pinned_to__isnull=True), _model_tiers(model_id))
     if item is None:
         return None
-    WorkItem.objects.filter(pk=item.pk).update(active_count=F("active_count") + 1)
-    assignment = Assignment.objects.create(work_item=item, annotator=annotator, lease_expires_at=lease_end(),
-                                           position=position)
-    if item.task_id is not None:  # a conversation to rate needs no session
-        session_start(assignment=assignment)
+    assignment = Assignment(work_item=item, annotator=annotator, lease_expires_at=lease_end(), position=position)
+    if item.task_id is None:  # a conversation to rate needs no session
+        reservation_save(item, assignment)
+        return assignment
+    session, first_round = session_services.session_new(assignment=assignment)
+    reservation_save(item, assignment, session, first_round)
+    session_services.round_generation_queue(first_round.id, session.model_config)  # on commit
     return assignment
 
 

@@ -55,7 +55,9 @@ def _mark_undeliverable(round_id: int) -> None:
 
 
 def session_new(*, assignment: Assignment) -> tuple[Session, Round]:
-    """A fresh assignment's session and its round 0 (the model answers the bare question), not saved yet."""
+    """A fresh assignment's session and its round 0 (the model answers the bare question), not saved yet: the
+    queue saves them with the reservation (annotate.queue.reservation), then queues round 0
+    (`round_generation_queue`)."""
     item = assignment.work_item
     session = Session(
         batch_id=item.batch_id,
@@ -66,15 +68,6 @@ def session_new(*, assignment: Assignment) -> tuple[Session, Round]:
         status=Session.Status.GENERATING,
     )
     return session, Round(session=session, index=0)
-
-
-def session_start(*, assignment: Assignment) -> Session:
-    """Create the session of a fresh assignment and queue round 0."""
-    session, first_round = session_new(assignment=assignment)
-    session.save()
-    first_round.save()
-    round_generation_queue(first_round.id, session.model_config)
-    return session
 
 
 def _find_session(session_id: int, annotator: User | None, *, for_update: bool = False) -> Session:
