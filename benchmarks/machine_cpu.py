@@ -20,12 +20,18 @@ def machine_ticks() -> list[int]:
         return [int(v) for v in stat.readline().split()[1:9]]
 
 
+def _process_stat(pid: int | str) -> tuple[str, int, int]:
+    """A process's name, parent and CPU time so far (user and system, in clock ticks) from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as stat:
+        comm, _, rest = stat.read().rpartition(")")
+    fields = rest.split()
+    return comm.partition("(")[2], int(fields[1]), int(fields[11]) + int(fields[12])
+
+
 def process_cpu_ms(pid: int) -> float:
     """CPU time one process has used so far (user and system), in ms; its resolution is a clock tick (10 ms), so
     compare means over many requests, not one."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    return _process_stat(pid)[2] * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
@@ -38,15 +44,12 @@ def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
     server only."""
     tick = os.sysconf("SC_CLK_TCK")
     parent, used, name = {}, {}, {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
         try:
-            with open(f"/proc/{pid}/stat") as stat:
-                comm, _, rest = stat.read().rpartition(")")
-        except OSError:
+            name[pid], parent[pid], ticks = _process_stat(pid)
+        except OSError:  # exited meanwhile
             continue
-        fields = rest.split()
-        parent[int(pid)], used[int(pid)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
-        name[int(pid)] = comm.partition("(")[2]
+        used[pid] = ticks / tick
 
     roots = {os.getpid(): "client", **{proc.pid: role for proc, role in zip(procs, PROCESS_ROLES, strict=False)}}
 

@@ -127,7 +127,7 @@ if DB_POOL_MAX_SIZE and DATABASES["default"]["ENGINE"] == "django.db.backends.po
         "timeout": env_int("DB_POOL_TIMEOUT", 10),  # seconds a request waits for a free connection
     }
 # Prepared statements: the queue's statements run thousands of times on each connection, and PostgreSQL parsed and
-# planned each afresh (about a third of the database's CPU per next item, benchmarks/next_item_cost.py). With
+# planned each afresh (about half of the database's CPU per next item, benchmarks/next_item_cost.py). With
 # server-side binding (Django's documented option) psycopg prepares a statement once it has run DB_PREPARE_THRESHOLD
 # times on a connection. 0 turns it off: client-side binding, as behind PgBouncer in transaction mode.
 DB_PREPARE_THRESHOLD = env_int("DB_PREPARE_THRESHOLD", 5)

@@ -25,14 +25,11 @@ def reservation_save(item: WorkItem, assignment: Assignment, session: Session | 
     ``first_round`` when given. ``one_statement``: None picks what the database can do (tests force either)."""
     if one_statement is None:
         one_statement = connection.vendor == "postgresql"
-    if not one_statement:
+    if not one_statement:  # save() fills each row's foreign key from the instance saved before it
         WorkItem.objects.filter(pk=item.pk).update(active_count=F("active_count") + 1)
-        assignment.save()
-        if session is not None and first_round is not None:
-            session.assignment = assignment
-            session.save()
-            first_round.session = session
-            first_round.save()
+        for row in (assignment, session, first_round):
+            if row is not None:
+                row.save()
         return
     quote = connection.ops.quote_name
     parts = [f"counted AS (UPDATE {quote(WorkItem._meta.db_table)} SET active_count = active_count + 1 "
@@ -54,8 +51,8 @@ def reservation_save(item: WorkItem, assignment: Assignment, session: Session | 
     if ids is None:  # the caller holds the item's lock: its row cannot be gone
         raise RuntimeError(f"work item {item.pk} vanished while reserved")
     _saved(assignment, ids[0])
-    if session is not None and first_round is not None:
-        session.assignment = assignment  # also caches assignment.session
+    if session is not None and first_round is not None:  # the foreign keys the statement filled in, as save() would
+        session.assignment = assignment
         _saved(session, ids[1])
         first_round.session = session
         _saved(first_round, ids[2])
