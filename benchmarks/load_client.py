@@ -16,7 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, fields
 
-QUIET_SECONDS = 10.0  # as SNAPSHOT_AFTER_QUIET_MS in static/js/session.js
+QUIET_SECONDS, QUIET_SECONDS_MAX = 10.0, 40.0  # as SNAPSHOT_AFTER_QUIET_MS and its _MAX_MS in static/js/session.js
 ANNOTATORS_PER_CLIENT = 250  # per client process by default: its event loop's lag stays a few ms at 1,000
 
 
@@ -145,13 +145,19 @@ class SocketWaiter:
         import json
 
         give_up = time.monotonic() + timeout
+        quiet, last_snapshot = QUIET_SECONDS, None
         while time.monotonic() < give_up:
             try:
-                event = await self.receive(QUIET_SECONDS)
-            except TimeoutError:
+                event = await self.receive(quiet)
+            except TimeoutError:  # as the page: each quiet spell that brought nothing new doubles the next
                 await self.ws.send_str(json.dumps({"type": "snapshot"}))
+                quiet = min(2 * quiet, QUIET_SECONDS_MAX)
                 continue
+            if event.get("type") == "chunk":
+                quiet = QUIET_SECONDS
             if event.get("type") == "snapshot":
+                if event["session"] != last_snapshot:
+                    quiet, last_snapshot = QUIET_SECONDS, event["session"]
                 status = event["session"]["status"]
                 if status in statuses or status == "failed":
                     return status
