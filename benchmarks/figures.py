@@ -27,3 +27,9 @@ def reference_workload_ms(repeats: int = 5) -> float:
         rows.sort(key=lambda row: (row["score"], row["label"]))
         best = min(best, time.perf_counter() - start)
     return best * 1000
+
+
+def speed_before_and_after(before_ms: float) -> str:
+    """The yardstick read before a run (``before_ms``) and now, as the in-process benchmarks print it."""
+    return (f"machine speed: the reference workload took {before_ms:.1f} ms before, {reference_workload_ms():.1f} ms "
+            f"after (lower is faster)")

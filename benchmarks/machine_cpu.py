@@ -10,7 +10,7 @@ import threading
 
 # What each process queue_load's start_processes returns is, in its order: the ASGI server, the worker, a split's
 # gunicorn.
-PROCESS_ROLES = ("web", "worker", "web: HTTP")
+PROCESS_ROLES = ("web", "worker", "of which HTTP")
 
 
 def machine_ticks() -> list[int]:
@@ -77,13 +77,12 @@ def cpu_seconds(procs: list[subprocess.Popen], *, database: str | None = None,
     totals = dict.fromkeys(("web", "of which HTTP", "worker", "PostgreSQL", "Redis", "client"), 0.0)
     for pid, seconds in used.items():
         role = {"postgres": "PostgreSQL", "redis-server": "Redis"}.get(name[pid]) or root_of(pid)
-        if role == "web: HTTP":
-            totals["of which HTTP"] += seconds
-            role = "web"
         if role and (role not in ("PostgreSQL", "Redis") or ours(pid)):
             totals[role] += seconds
     if len(procs) < len(PROCESS_ROLES):  # one server for HTTP and WebSockets
         del totals["of which HTTP"]
+    else:
+        totals["web"] += totals["of which HTTP"]
     # Everything else too (the kernel's share of the loopback traffic, other processes): the parts above do not add
     # up to what the cores were busy with.
     user, nice, system, _idle, _iowait, irq, softirq, steal = machine_ticks()

@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.figures import percentile, reference_workload_ms  # noqa: E402
+from benchmarks.figures import percentile, reference_workload_ms, speed_before_and_after  # noqa: E402
 from benchmarks.machine_cpu import process_cpu_ms  # noqa: E402
-from benchmarks.queue_load import _admin, scratch_setup  # noqa: E402
+from benchmarks.queue_load import scratch_setup, tear_down  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -158,15 +158,10 @@ def main() -> None:
         tokens = create_data(args.tasks, args.newcomers + 1)
         speed = reference_workload_ms()
         meter = walk(tokens, args.cycles)
-        print(f"{args.tasks:,} tasks, one simulated model; machine speed: the reference workload took {speed:.1f} ms "
-              f"before, {reference_workload_ms():.1f} ms after (lower is faster)")
+        print(f"{args.tasks:,} tasks, one simulated model; {speed_before_and_after(speed)}")
         meter.print()
     finally:
-        from django.db import connections
-
-        connections.close_all()
-        embedded_redis.stop(var_dir)
-        _admin(args.database_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+        tear_down([], var_dir, args.database_url, scratch)
 
 
 if __name__ == "__main__":

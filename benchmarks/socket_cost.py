@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.figures import percentile, reference_workload_ms  # noqa: E402
+from benchmarks.figures import percentile, reference_workload_ms, speed_before_and_after  # noqa: E402
 from benchmarks.next_item_cost import create_data  # noqa: E402
-from benchmarks.queue_load import _admin, scratch_setup  # noqa: E402
+from benchmarks.queue_load import scratch_setup, tear_down  # noqa: E402
 
 DRAFTS_PER_SOCKET = 5
 SNAPSHOTS_PER_SOCKET = 5
@@ -127,15 +127,12 @@ def main() -> None:
         speed = reference_workload_ms()
         cpu = asyncio.run(measure(session_id, cookie, args.connections))
         state = "its model answering" if args.generating else "awaiting feedback"
-        print(f"{args.connections} sockets to one session ({state}); machine speed: the reference workload took "
-              f"{speed:.1f} ms before, {reference_workload_ms():.1f} ms after (lower is faster)")
+        print(f"{args.connections} sockets to one session ({state}); {speed_before_and_after(speed)}")
         print(f"  {'':<32}{'n':>6}{'CPU p50':>9}{'CPU p95':>9}   (ms of this process's CPU)")
         for kind, values in cpu.items():
             print(f"  {kind:<32}{len(values):>6}{percentile(values, 0.5):>9.2f}{percentile(values, 0.95):>9.2f}")
     finally:
-        connections.close_all()
-        embedded_redis.stop(var_dir)
-        _admin(args.database_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+        tear_down([], var_dir, args.database_url, scratch)
 
 
 if __name__ == "__main__":

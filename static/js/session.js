@@ -274,10 +274,6 @@
   // every 10 s (with 1,000 annotators on 2 cores, their snapshots were most of the WebSocket server's work).
   const SNAPSHOT_AFTER_QUIET_MS = 10000, SNAPSHOT_AFTER_QUIET_MAX_MS = 40000;
   let lastEventAt = Date.now(), quietMs = SNAPSHOT_AFTER_QUIET_MS, lastSnapshot = "";
-  function heard(news) {
-    lastEventAt = Date.now();
-    if (news) quietMs = SNAPSHOT_AFTER_QUIET_MS;
-  }
   setInterval(() => {
     if (state.status === "generating" && Date.now() - lastEventAt > quietMs) {
       lastEventAt = Date.now();
@@ -305,10 +301,11 @@
     };
     socket.onmessage = (message) => {
       const event = JSON.parse(message.data);
-      const news = event.type === "chunk" || (event.type === "snapshot" && message.data !== lastSnapshot);
-      if (event.type === "snapshot") lastSnapshot = message.data;
-      heard(news);
-      if (event.type === "snapshot") { state = event.session; render(); }
+      lastEventAt = Date.now();
+      if (event.type === "chunk" || (event.type === "snapshot" && message.data !== lastSnapshot)) {
+        quietMs = SNAPSHOT_AFTER_QUIET_MS; // news: the guard starts over
+      }
+      if (event.type === "snapshot") { lastSnapshot = message.data; state = event.session; render(); }
       else if (event.type === "chunk") applyChunk(event);
       else if (event.type === "draft_saved" && event.id === draftId) { draftUnsaved = false; text($("draft-status"), gettext("Draft saved")); }
     };
