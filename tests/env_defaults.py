@@ -16,6 +16,8 @@ os.environ.setdefault("SESSION_COOKIE_SECURE", "0")
 os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
 os.environ.setdefault("FEEDBACK_LAB_VAR_DIR", str(ROOT / "var" / "test"))
 os.environ.setdefault("LOG_LEVEL", "WARNING")
+# Every compiled read of the queue is checked against a fresh compile of its queryset (annotate.server.compiled_reads).
+os.environ.setdefault("COMPILED_READS_CHECK", "1")
 os.environ.setdefault("STATIC_FROM_FINDERS", "1")
 # E-mail on (the People page's "E-mail the links"); pytest-django keeps every message in memory (mail.outbox).
 os.environ.setdefault("EMAIL_BACKEND", "django.core.mail.backends.locmem.EmailBackend")

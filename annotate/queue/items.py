@@ -9,7 +9,7 @@ batches; a batch marked open to all annotators is served to them too).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
 
@@ -56,11 +56,15 @@ def batches_serving(annotator: User, prefix: str = "batch__") -> Q:
     """Items of the batches that may serve the annotator (their share aside): for an invited participant the batch
     they joined, for others the batches naming them, those open to all annotators, and those naming no one while
     they belong to no open batch. ``prefix=""``: the same rule over batches instead of items."""
+    return _serving(annotator.pk, annotator.crowd_batch_id, prefix)
+
+
+def _serving(annotator_id: int, crowd_batch_id: int | None, prefix: str) -> Q:
     batch_id = f"{prefix}id" if prefix else "pk"
-    if annotator.crowd_batch_id:
-        return Q(**{batch_id: annotator.crowd_batch_id})
-    named = Batch.annotators.through.objects.filter(user_id=annotator.pk).values("batch_id")
-    unnamed = Q(**{f"{prefix}open_to_all_annotators": True}) | ~Exists(belongs_to_a_batch(annotator.pk))
+    if crowd_batch_id:
+        return Q(**{batch_id: crowd_batch_id})
+    named = Batch.annotators.through.objects.filter(user_id=annotator_id).values("batch_id")
+    unnamed = Q(**{f"{prefix}open_to_all_annotators": True}) | ~Exists(belongs_to_a_batch(annotator_id))
     return (Q(**{f"{prefix}annotators_named": False}) & unnamed) | Q(**{f"{batch_id}__in": named})
 
 
@@ -68,8 +72,14 @@ def open_batches_for(annotator: User) -> QuerySet[Batch]:
     """The open batches that may serve the annotator (their share aside: see `batch_open_to`)."""
     if not may_be_served(annotator):
         return Batch.objects.none()
+    return open_batches_of(annotator.pk, annotator.crowd_batch_id)
+
+
+def open_batches_of(annotator_id: int, crowd_batch_id: int | None) -> QuerySet[Batch]:
+    """`open_batches_for` a person who may be served, from their id and the batch they joined (an invited
+    participant) alone."""
     return Batch.objects.filter(status=Batch.Status.READY, kind__in=QUEUED_KINDS, budget_reached=False).filter(
-        batches_serving(annotator, prefix=""))
+        _serving(annotator_id, crowd_batch_id, prefix=""))
 
 
 def open_items(annotator: User, *, last_task_id: int | None = None) -> QuerySet[WorkItem]:
@@ -89,7 +99,21 @@ def open_items(annotator: User, *, last_task_id: int | None = None) -> QuerySet[
     return not_yet_taken_by(items, annotator.pk, avoid, repeats=None)
 
 
-def batch_items(batch: Batch, annotator_id: int, *, last_task_id: int | None = None) -> QuerySet[WorkItem]:
+class BatchRules(Protocol):
+    """What `batch_items` and `check_items` read of a batch: a `Batch`, or these values alone (the queue's
+    compiled reads build their queries from them, annotate.server.compiled_reads)."""
+
+    @property
+    def pk(self) -> Any: ...
+    @property
+    def overlap(self) -> int: ...
+    @property
+    def allow_repeat_tasks(self) -> bool: ...
+    @property
+    def allow_same_task_back_to_back(self) -> bool: ...
+
+
+def batch_items(batch: BatchRules, annotator_id: int, *, last_task_id: int | None = None) -> QuerySet[WorkItem]:
     """A batch's open items for an annotator (the batch is open to them: see `batch_open_to`). Its settings go
     into the query as values (no join; the index range skips the items that already have K completed sessions)."""
     overlap = batch.overlap
@@ -103,7 +127,7 @@ def batch_items(batch: Batch, annotator_id: int, *, last_task_id: int | None = N
     return not_yet_taken_by(items, annotator_id, avoid, repeats=batch.allow_repeat_tasks)
 
 
-def check_items(batch: Batch, annotator_id: int) -> QuerySet[WorkItem]:
+def check_items(batch: BatchRules, annotator_id: int) -> QuerySet[WorkItem]:
     """The batch's attention checks the annotator may still meet: any check whose task they never had (whatever
     the batch says of repeats: a check seen once is known), however many others met it (checks are outside the
     overlap), in the batch's order. Walks the ``work_item_checks`` index."""

@@ -14,16 +14,18 @@ completed sessions, never the same task twice to one person, in a balanced order
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, F, Q, QuerySet
+from django.db.models import Exists, F, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotate.assignments import assignment_renew, assignments_expire, lease_end
 from annotate.errors import PermissionDenied
-from annotate.models import Assignment, Batch, User, WorkItem
+from annotate.models import Assignment, Batch, ModelConfig, Session, User, WorkItem
 from annotate.queue.gold import check_due
 from annotate.queue.items import (
     CONVERSATION_KINDS,
@@ -37,10 +39,12 @@ from annotate.queue.items import (
     may_be_served,
     not_yet_taken_by,
     open_batches_for,
+    open_batches_of,
     serving_rank,
 )
 from annotate.queue.order import model_cycle, model_for, serving_order
 from annotate.queue.reservation import reservation_save
+from annotate.server import compiled_reads
 from annotate.sessions import services as session_services
 from annotate.shares import participant_share
 
@@ -77,21 +81,56 @@ class _Person:
     in_named_batch: bool
 
 
+def _person_query(annotator_id: int) -> QuerySet[Any]:
+    """Lock the person's row, reading whether some item is pinned to them and whether an open batch names them.
+    FOR NO KEY UPDATE: rows that point at the annotator (their sessions, ratings) can still be written meanwhile."""
+    return (User.objects.select_for_update(no_key=True).filter(pk=annotator_id)
+            .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator_id)),
+                      in_named_batch=Exists(belongs_to_a_batch(annotator_id)))
+            .values_list("has_pinned", "in_named_batch"))
+
+
 def _lock_annotator(annotator: User) -> _Person:
-    """Serialize this person's next-item requests until the transaction ends. FOR NO KEY UPDATE: rows that point at
-    the annotator (their sessions, ratings) can still be written meanwhile. (SQLite's transactions take the write
+    """Serialize this person's next-item requests until the transaction ends. (SQLite's transactions take the write
     lock when they begin, which serializes them anyway.)"""
-    return _Person(*User.objects.select_for_update(no_key=True).filter(pk=annotator.pk)
-                   .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator.pk)),
-                             in_named_batch=Exists(belongs_to_a_batch(annotator.pk)))
-                   .values_list("has_pinned", "in_named_batch").get())
+    found = compiled_reads.rows(_person_query, (), {"annotator_id": annotator.pk})
+    if found is None:
+        return _Person(*_person_query(annotator.pk).get())
+    if not found:
+        raise User.DoesNotExist(f"user {annotator.pk} was deleted while being served")
+    return _Person(*found[0])
+
+
+@functools.cache
+def _latest_columns() -> list[str]:
+    return (compiled_reads.columns(Assignment) + compiled_reads.columns(WorkItem, "work_item__")
+            + compiled_reads.columns(Batch, "work_item__batch__") + compiled_reads.columns(Session, "session__"))
+
+
+def _latest_query(annotator_id: int) -> QuerySet[Any]:
+    return (Assignment.objects.filter(annotator_id=annotator_id).order_by("-created_at")
+            .values_list(*_latest_columns())[:1])
 
 
 def _latest_assignment(annotator: User) -> Assignment | None:
     """The person's latest assignment with its work item, batch and session (None: a newcomer). Read once their
     row is locked, so a request of theirs just before is seen."""
-    return (Assignment.objects.filter(annotator_id=annotator.pk).select_related("work_item__batch", "session")
-            .order_by("-created_at").first())
+    found = compiled_reads.rows(_latest_query, (), {"annotator_id": annotator.pk})
+    if found is None:
+        return (Assignment.objects.filter(annotator_id=annotator.pk).select_related("work_item__batch", "session")
+                .order_by("-created_at").first())
+    if not found:
+        return None
+    assignment, start = compiled_reads.load(Assignment, found[0])
+    item, start = compiled_reads.load(WorkItem, found[0], start)
+    batch, start = compiled_reads.load(Batch, found[0], start)
+    session, _ = compiled_reads.load(Session, found[0], start)
+    assert assignment is not None and item is not None and batch is not None  # inner joins: never NULL
+    item.batch = batch
+    assignment.work_item = item
+    if session is not None:  # a conversation to rate has none
+        assignment.session = session
+    return assignment
 
 
 def _resumable(assignment: Assignment) -> bool:
@@ -140,7 +179,7 @@ def _first_open_batch(annotator: User, latest: Assignment | None) -> Batch | Non
     comes from a walk of its ``work_item_queue`` index (well under a millisecond); one query over every batch's items
     would sort them all (~70 ms with 100k items, for each newcomer)."""
     last_task_id = latest.work_item.task_id if latest else None
-    batches = list(open_batches_for(annotator))
+    batches = _open_batches(annotator)
     if len(batches) == 1:  # the usual case: its first item is the one `_reserve` walks to
         return batches[0]
     firsts = []
@@ -149,6 +188,22 @@ def _first_open_batch(annotator: User, latest: Assignment | None) -> Batch | Non
         if first is not None:
             firsts.append((serving_rank(*first), batch))
     return min(firsts, key=lambda first: first[0])[1] if firsts else None
+
+
+def _open_batch_rows(participant: bool, *, annotator_id: int, crowd_batch_id: int | None = None) -> QuerySet[Any]:
+    return open_batches_of(annotator_id, crowd_batch_id if participant else None).values_list(
+        *compiled_reads.columns(Batch))
+
+
+def _open_batches(annotator: User) -> list[Batch]:
+    participant = bool(annotator.crowd_batch_id)
+    values: dict[str, Any] = {"annotator_id": annotator.pk}
+    if participant:
+        values["crowd_batch_id"] = annotator.crowd_batch_id
+    found = compiled_reads.rows(_open_batch_rows, (participant,), values) if may_be_served(annotator) else None
+    if found is None:
+        return list(open_batches_for(annotator))
+    return [batch for batch, _ in (compiled_reads.load(Batch, row) for row in found) if batch is not None]
 
 
 @dataclass(frozen=True)
@@ -181,18 +236,59 @@ def _model_wanted(batch: Batch, previous: _Previous | None) -> int | None:
     return model_for(cycle, previous=previous.model_config_id if previous else None, arrival=arrival)
 
 
-def _model_tiers(model_id: int | None) -> list[Q]:
-    """The filters tried in turn, each an ordered walk of an index that stops at the first free row: the model
-    whose turn it is, then any."""
-    return [Q(model_config_id=model_id), Q()] if model_id is not None else [Q()]
+@dataclass(frozen=True)
+class _Rules:
+    """What the item queries read of a batch (annotate.queue.items.BatchRules), as plain values."""
+
+    pk: int
+    overlap: int
+    allow_repeat_tasks: bool
+    allow_same_task_back_to_back: bool
 
 
-def _first_free(items: QuerySet[WorkItem], tiers: list[Q]) -> WorkItem | None:
-    """Lock the first free item of the first tier that has one (others step over locked rows)."""
-    items = items.select_related("model_config").select_for_update(skip_locked=True, of=("self",))
-    for tier in tiers:
-        item = items.filter(tier).first()
-        if item is not None:
+def _free_items(kind: str, repeats: bool, back_to_back: bool, has_last: bool, by_model: bool, *, batch_id: int,
+                overlap: int, annotator_id: int, last_task_id: int | None = None,
+                model_id: int | None = None) -> QuerySet[WorkItem]:
+    """The free items of one walk, locked as they are read (others step over locked rows): ``kind`` "pinned" (those
+    pinned to the annotator), "check" (attention checks) or "ordinary"; ``by_model``: of ``model_id`` only. The
+    other positional arguments say what changes the SQL (compiled_reads.rows' shape)."""
+    rules = _Rules(batch_id, overlap, repeats, back_to_back)
+    if kind == "check":
+        items = check_items(rules, annotator_id)
+    else:
+        items = batch_items(rules, annotator_id, last_task_id=last_task_id if has_last else None)
+        items = items.filter(pinned_to=annotator_id) if kind == "pinned" else items.filter(pinned_to__isnull=True)
+    if by_model:
+        items = items.filter(model_config_id=model_id)
+    return items.select_for_update(skip_locked=True, of=("self",))
+
+
+def _free_item_row(*shape: Any, **values: Any) -> QuerySet[Any]:
+    return _free_items(*shape, **values).values_list(
+        *compiled_reads.columns(WorkItem), *compiled_reads.columns(ModelConfig, "model_config__"))[:1]
+
+
+def _first_free(kind: str, batch: Batch, annotator_id: int, last_task_id: int | None,
+                model_ids: list[int | None]) -> WorkItem | None:
+    """Lock the first free item of the first tier that has one: of each model of ``model_ids`` in turn (None: any),
+    each an ordered walk of an index that stops at the first free row."""
+    for model_id in model_ids:
+        has_last = last_task_id is not None and kind != "check"
+        shape = (kind, batch.allow_repeat_tasks, batch.allow_same_task_back_to_back, has_last, model_id is not None)
+        values: dict[str, Any] = {"batch_id": batch.pk, "overlap": batch.overlap, "annotator_id": annotator_id}
+        if has_last:
+            values["last_task_id"] = last_task_id
+        if model_id is not None:
+            values["model_id"] = model_id
+        found = compiled_reads.rows(_free_item_row, shape, values)
+        if found is None:
+            item = _free_items(*shape, **values).select_related("model_config").first()
+            if item is not None:
+                return item
+        elif found:
+            item, start = compiled_reads.load(WorkItem, found[0])
+            assert item is not None
+            item.model_config, _ = compiled_reads.load(ModelConfig, found[0], start)
             return item
     return None
 
@@ -204,12 +300,14 @@ def _reserve(annotator: User, batch: Batch, latest: Assignment | None, has_pinne
     previous = _previous_in(batch, annotator, latest)
     model_id = _model_wanted(batch, previous)
     position = (previous.position if previous else 0) + 1
-    ordinary = batch_items(batch, annotator.pk, last_task_id=latest.work_item.task_id if latest else None)
-    item = _first_free(ordinary, [Q(pinned_to=annotator.pk)]) if has_pinned else None
+    last_task_id = latest.work_item.task_id if latest else None
+    # The model whose turn it is, then any.
+    tiers: list[int | None] = [model_id, None] if model_id is not None else [None]
+    item = _first_free("pinned", batch, annotator.pk, last_task_id, [None]) if has_pinned else None
     if item is None and check_due(annotator, batch, position):
-        item = _first_free(check_items(batch, annotator.pk), _model_tiers(model_id))
+        item = _first_free("check", batch, annotator.pk, last_task_id, tiers)
     if item is None:
-        item = _first_free(ordinary.filter(pinned_to__isnull=True), _model_tiers(model_id))
+        item = _first_free("ordinary", batch, annotator.pk, last_task_id, tiers)
     if item is None:
         return None
     assignment = Assignment(work_item=item, annotator=annotator, lease_expires_at=lease_end(), position=position)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.utils.functional import Promise
@@ -11,7 +11,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from annotate.errors import NotFound
-from annotate.models import Assignment, Batch, Round, Session, Task, TaskImage, User
+from annotate.models import Assignment, Batch, ModelConfig, Round, Session, Task, TaskImage, User
+from annotate.server import compiled_reads
 from annotate.sessions.failures import failure_kind, failure_plain_message
 from annotate.shares import counted_skips, is_participant_of
 
@@ -116,14 +117,43 @@ def user_can_read_session(user: User, session: Session) -> bool:
 def session_with_task(session_id: int, annotator_id: int | None = None) -> Session | None:
     """A session with what `session_snapshot` needs besides rounds and images, in one query. With
     ``annotator_id``, only that annotator's session."""
+    values = {"session_id": session_id} if annotator_id is None else {"session_id": session_id,
+                                                                      "annotator_id": annotator_id}
+    found = compiled_reads.rows(_session_with_task_row, (annotator_id is not None,), values)
+    if found is None:
+        return _session_with_task(annotator_id is not None, **values).first()
+    if not found:
+        return None
+    session, start = compiled_reads.load(Session, found[0])
+    task, start = compiled_reads.load(Task, found[0], start)
+    model_config, start = compiled_reads.load(ModelConfig, found[0], start)
+    batch, _ = compiled_reads.load(Batch, found[0], start)
+    assert session is not None and task is not None and model_config is not None and batch is not None
+    session.task, session.model_config, session.batch = task, model_config, batch
+    return session
+
+
+def _session_with_task(owned: bool, *, session_id: int, annotator_id: int | None = None) -> QuerySet[Session]:
     sessions = sessions_with_task().filter(pk=session_id)
-    if annotator_id is not None:
-        sessions = sessions.filter(annotator_id=annotator_id)
-    return sessions.first()
+    return sessions.filter(annotator_id=annotator_id) if owned else sessions
+
+
+def _session_with_task_row(owned: bool, **values: int) -> QuerySet[Any]:
+    return _session_with_task(owned, **values).values_list(
+        *compiled_reads.columns(Session), *compiled_reads.columns(Task, "task__"),
+        *compiled_reads.columns(ModelConfig, "model_config__"), *compiled_reads.columns(Batch, "batch__"))[:1]
+
+
+def _rounds_in_order(*, session_id: int) -> QuerySet[Any]:
+    return Round.objects.filter(session_id=session_id).order_by("index").values_list(*compiled_reads.columns(Round))
 
 
 def rounds_in_order(session_id: int) -> list[Round]:
-    return list(Round.objects.filter(session_id=session_id).order_by("index"))
+    found = compiled_reads.rows(_rounds_in_order, (), {"session_id": session_id})
+    if found is None:
+        return list(Round.objects.filter(session_id=session_id).order_by("index"))
+    loaded = (compiled_reads.load(Round, row)[0] for row in found)
+    return [rnd for rnd in loaded if rnd is not None]
 
 
 def access_session(user: User, session_id: int) -> Session:
@@ -135,9 +165,15 @@ def access_session(user: User, session_id: int) -> Session:
     return session
 
 
+def _image_hashes(*, task_id: int) -> QuerySet[Any]:
+    return TaskImage.objects.filter(task_id=task_id).order_by("position").values_list("blob__sha256")
+
+
 def task_image_urls(task_id: int) -> list[str]:
-    hashes = TaskImage.objects.filter(task_id=task_id).order_by("position").values_list("blob__sha256", flat=True)
-    return [f"/media-task/{sha}" for sha in hashes]
+    found = compiled_reads.rows(_image_hashes, (), {"task_id": task_id})
+    if found is None:
+        found = list(_image_hashes(task_id=task_id))
+    return [f"/media-task/{sha}" for (sha,) in found]
 
 
 def ground_truth_revealed(session: Session, rounds: list[Round] | None = None) -> bool:

@@ -1,0 +1,143 @@
+"""The next-item path's reads with their SQL compiled once per process, not on every request.
+
+Django builds and compiles a queryset's SQL afresh each time it runs. For the reads of a next item (the lock on the
+person, their latest assignment, a newcomer's open batches, the first free item) that was more than half of the
+10-13 ms of CPU the request cost the app (benchmarks/next_item_cost.py), while PostgreSQL ran them in a fraction of
+a millisecond. Their SQL depends on the request's values (ids, a batch's overlap) only through its parameters, so
+each queryset is compiled once per shape (what changes its SQL, such as a batch's rules) with stand-in values, and
+each call sends that SQL with the request's values in the stand-ins' places. The querysets stay the one definition
+of who is served: no SQL is written here, only Django's own reused (docs/decisions/compiled-queue-reads.md).
+
+- On PostgreSQL only, and COMPILED_READS=0 turns it off: the querysets then run through the ORM as they are.
+- Proof at compile time: the queryset is compiled with two sets of stand-ins; the two SQL texts must be the same, and
+  every stand-in must sit in the same parameter slot in both (a value written into the SQL itself is refused).
+- Proof on every call where COMPILED_READS_CHECK=1 (the test suite sets it): the queryset is compiled afresh
+  with the request's own values, and the request stops if that SQL or its parameters differ in anything from what
+  is sent. Every serving test of the suite checks it, and a Django upgrade that compiles differently fails there.
+
+Rows come back as `values_list` tuples; `load` makes model instances of them through ``Model.from_db`` (Django's
+documented way to build an instance from a row) after each field's ``from_db_value`` (JSON), as the ORM does on
+PostgreSQL, which has no converters of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Model, QuerySet
+
+M = TypeVar("M", bound=Model)
+
+# Two sets of stand-in values: far from the ids, counts and overlaps the app makes, yet in every compared column's
+# range (Django compiles a comparison with an out-of-range integer to no SQL at all).
+_STAND_INS = (1_900_000_001, 1_950_000_001)
+# The integers the kept SQL holds for: every integer column type compares them in range, as it does the stand-ins.
+_PROVEN_MAX = 2**31 - 1
+
+
+class CompiledReadError(RuntimeError):
+    """A queryset whose SQL is not a function of its parameters alone, or that compiles differently from what was
+    kept: a bug to fix, never a request to serve with a stale statement."""
+
+
+@dataclass(frozen=True)
+class _Statement:
+    sql: str
+    params: tuple[Any, ...]
+    slots: tuple[str | None, ...]  # for each parameter, the value it takes (None: a constant of the queryset)
+
+    def bind(self, values: dict[str, Any]) -> list[Any]:
+        return [values[slot] if slot is not None else param for slot, param in zip(self.slots, self.params, strict=True)]
+
+
+_statements: dict[Hashable, _Statement] = {}
+
+Build = Callable[..., QuerySet[Any]]
+
+
+def enabled() -> bool:
+    """On, and on PostgreSQL (SQLite has converters of its own and other SQL: the ORM runs there)."""
+    return settings.COMPILED_READS and connection.vendor == "postgresql"
+
+
+def rows(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any]) -> list[tuple[Any, ...]] | None:
+    """The rows of ``build(*shape, **values)`` (a ``values_list`` queryset), sent as the SQL kept for ``shape``; None
+    where the caller is to run the queryset through the ORM instead: off (`enabled`), or an integer outside the range
+    the kept SQL is proven for (Django compiles a comparison with an out-of-range integer, such as a 26-digit id
+    from a URL, to no SQL at all). ``values``: ids, counts or strings, each the same type on every call. Must run
+    where the queryset could (select_for_update: inside the transaction)."""
+    if not enabled() or any(isinstance(value, int) and not 0 <= value <= _PROVEN_MAX for value in values.values()):
+        return None
+    key = (build, shape)
+    statement = _statements.get(key)
+    if statement is None:
+        statement = _statements[key] = _compile(build, shape, values)
+    params = statement.bind(values)
+    if settings.COMPILED_READS_CHECK:
+        _check(build, shape, values, statement.sql, params)
+    with connection.cursor() as cursor:
+        cursor.execute(statement.sql, params)
+        return cursor.fetchall()
+
+
+def _sql(queryset: QuerySet[Any]) -> tuple[str, tuple[Any, ...]]:
+    sql, params = queryset.query.sql_with_params()  # what the queryset would send, without sending it
+    return sql, tuple(params)
+
+
+def _stand_in(value: Any, which: int, n: int) -> Any:
+    if isinstance(value, str):
+        return f"stand-in {which}.{n}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _STAND_INS[which] - n
+    raise CompiledReadError(f"{value!r}: only ids, counts and strings are values of a compiled read")
+
+
+def _compile(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any]) -> _Statement:
+    compiled = []
+    for which in range(len(_STAND_INS)):
+        stand_ins = {name: _stand_in(value, which, n) for n, (name, value) in enumerate(values.items())}
+        compiled.append((stand_ins, *_sql(build(*shape, **stand_ins))))
+    (first, sql, params), (second, sql_2, params_2) = compiled
+    if sql != sql_2 or len(params) != len(params_2):
+        raise CompiledReadError(f"{build.__qualname__}{shape}: its SQL changes with its values")
+    by_first = {value: name for name, value in first.items()}
+    slots: list[str | None] = []
+    for param, param_2 in zip(params, params_2, strict=True):
+        name = by_first.get(param) if isinstance(param, int | str) else None
+        if name is None and param != param_2 or name is not None and second[name] != param_2:
+            raise CompiledReadError(f"{build.__qualname__}{shape}: a parameter that is no value of its own")
+        slots.append(name)
+    return _Statement(sql, params, tuple(slots))
+
+
+def _check(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any], sql: str, params: list[Any]) -> None:
+    fresh_sql, fresh_params = _sql(build(*shape, **values))
+    if fresh_sql != sql or list(fresh_params) != params:
+        raise CompiledReadError(f"{build.__qualname__}{shape} compiles to\n{fresh_sql}\n{fresh_params}\nnot the kept"
+                                f"\n{sql}\n{params}")
+
+
+def columns(model: type[Model], prefix: str = "") -> list[str]:
+    """The ``values_list`` names of a model's columns (reached through ``prefix``, e.g. ``"work_item__"``), in the
+    order `load` reads them."""
+    return [prefix + field.attname for field in model._meta.concrete_fields]
+
+
+def load(model: type[M], row: Sequence[Any], start: int = 0) -> tuple[M | None, int]:
+    """The instance of ``model`` whose columns begin at ``row[start]`` (None where its id is NULL: an outer join that
+    found nothing), and where the next model's columns begin."""
+    fields = model._meta.concrete_fields
+    values = list(row[start:start + len(fields)])
+    end = start + len(fields)
+    pk_index = fields.index(model._meta.pk)
+    if values[pk_index] is None:
+        return None, end
+    for n, field in enumerate(fields):
+        if values[n] is not None and hasattr(field, "from_db_value"):
+            values[n] = field.from_db_value(values[n], None, connection)
+    return model.from_db(connection.alias, [field.attname for field in fields], values), end

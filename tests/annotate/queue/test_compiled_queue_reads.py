@@ -1,0 +1,84 @@
+"""The next item's reads compiled once per process (annotate.server.compiled_reads): the instances built from their
+rows are the ORM's, relations included. The whole suite runs with the per-call check on (tests/env_defaults.py), so
+every serving test also compares each statement sent with what the ORM compiles for the same values."""
+
+import pytest
+from django.db import connection, transaction
+from django.db.models import Model
+from django.test import override_settings
+
+from annotate.models import Assignment, Batch, User
+from annotate.queue import services as queue
+from tests.factories import ModelConfigFactory, UserFactory, make_batch
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.usefixtures("no_dispatch"),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="the compiled reads are PostgreSQL's (SQLite: the ORM)"),
+]
+
+
+def columns_of(instance: Model) -> dict:
+    return {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields}
+
+
+def both_ways(read):
+    """``read()`` with the compiled reads, then through the ORM."""
+    with override_settings(COMPILED_READS=True):
+        kept = read()
+    with override_settings(COMPILED_READS=False):
+        return kept, read()
+
+
+@pytest.fixture
+def two_model_batch(db):
+    models = [ModelConfigFactory(name="sim-a", backend_settings={"chunk_delay": 0}),
+              ModelConfigFactory(name="sim-b", backend_settings={"chunk_delay": 0})]
+    return make_batch(models=models, tasks=6, overlap=2)
+
+
+def test_the_latest_assignment_is_the_orms_with_its_item_batch_and_session(two_model_batch, annotator,
+                                                                         django_assert_num_queries):
+    queue.assignment_next(annotator=annotator)
+    kept, orm = both_ways(lambda: queue._latest_assignment(annotator))
+    assert kept is not None and orm is not None
+    for part in (lambda a: a, lambda a: a.work_item, lambda a: a.work_item.batch, lambda a: a.session):
+        assert columns_of(part(kept)) == columns_of(part(orm))
+    with django_assert_num_queries(0):  # loaded with it, as select_related loads them
+        assert kept.work_item.batch.serving_models == orm.work_item.batch.serving_models  # JSON decoded
+        assert kept.session.assignment is kept
+    kept.refresh_from_db()
+    assert kept.status == Assignment.Status.ACTIVE  # an instance the ORM can save and reload
+
+
+def test_a_newcomer_has_no_latest_assignment(annotator):
+    assert both_ways(lambda: queue._latest_assignment(annotator)) == (None, None)
+
+
+def test_the_first_free_item_is_the_orms_with_its_model(two_model_batch, annotator):
+    model_id = two_model_batch.serving_models[1]
+
+    def first_free():
+        item = queue._first_free("ordinary", two_model_batch, annotator.pk, None, [model_id, None])
+        assert item is not None
+        return columns_of(item), columns_of(item.model_config)
+
+    with transaction.atomic():  # the item is locked as it is read
+        kept, orm = both_ways(first_free)
+    assert kept == orm and kept[0]["model_config_id"] == model_id
+
+
+def test_the_open_batches_are_the_orms(two_model_batch, annotator):
+    other = make_batch(models=[ModelConfigFactory(name="sim-c")], tasks=2)
+    Batch.objects.filter(pk=other.pk).update(status=Batch.Status.CLOSED)
+    make_batch(models=[ModelConfigFactory(name="sim-d")], tasks=2)
+    kept, orm = both_ways(lambda: sorted((columns_of(b) for b in queue._open_batches(annotator)),
+                                         key=lambda b: b["id"]))
+    assert kept == orm and len(kept) == 2
+
+
+def test_a_participant_is_served_only_their_batch(two_model_batch):
+    make_batch(models=[ModelConfigFactory(name="sim-e")], tasks=2)
+    participant = UserFactory(username="p1", role=User.Role.ANNOTATOR, crowd_batch=two_model_batch)
+    kept, orm = both_ways(lambda: [b.pk for b in queue._open_batches(participant)])
+    assert kept == orm == [two_model_batch.pk]
