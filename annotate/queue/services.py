@@ -121,11 +121,8 @@ def _latest_assignment(annotator: User) -> Assignment | None:
                 .order_by("-created_at").first())
     if not found:
         return None
-    assignment, start = compiled_reads.load(Assignment, found[0])
-    item, start = compiled_reads.load(WorkItem, found[0], start)
-    batch, start = compiled_reads.load(Batch, found[0], start)
-    session, _ = compiled_reads.load(Session, found[0], start)
-    assert assignment is not None and item is not None and batch is not None  # inner joins: never NULL
+    assignment: Assignment
+    assignment, item, batch, session = compiled_reads.instances(found[0], Assignment, WorkItem, Batch, Session)
     item.batch = batch
     assignment.work_item = item
     if session is not None:  # a conversation to rate has none
@@ -203,7 +200,7 @@ def _open_batches(annotator: User) -> list[Batch]:
     found = compiled_reads.rows(_open_batch_rows, (participant,), values) if may_be_served(annotator) else None
     if found is None:
         return list(open_batches_for(annotator))
-    return [batch for batch, _ in (compiled_reads.load(Batch, row) for row in found) if batch is not None]
+    return [compiled_reads.instances(row, Batch)[0] for row in found]
 
 
 @dataclass(frozen=True)
@@ -281,14 +278,15 @@ def _first_free(kind: str, batch: Batch, annotator_id: int, last_task_id: int | 
         if model_id is not None:
             values["model_id"] = model_id
         found = compiled_reads.rows(_free_item_row, shape, values)
+        item: WorkItem | None
         if found is None:
             item = _free_items(*shape, **values).select_related("model_config").first()
             if item is not None:
                 return item
         elif found:
-            item, start = compiled_reads.load(WorkItem, found[0])
-            assert item is not None
-            item.model_config, _ = compiled_reads.load(ModelConfig, found[0], start)
+            item, model_config = compiled_reads.instances(found[0], WorkItem, ModelConfig)
+            assert item is not None  # the row's own columns: never NULL
+            item.model_config = model_config
             return item
     return None
 

@@ -6,7 +6,7 @@ person, their latest assignment, a newcomer's open batches, the first free item)
 a millisecond. Their SQL depends on the request's values (ids, a batch's overlap) only through its parameters, so
 each queryset is compiled once per shape (what changes its SQL, such as a batch's rules) with stand-in values, and
 each call sends that SQL with the request's values in the stand-ins' places. The querysets stay the one definition
-of who is served: no SQL is written here, only Django's own reused (docs/decisions/compiled-queue-reads.md).
+of who is served: no SQL is written here, only Django's own reused (docs/decisions/compiled-reads.md).
 
 - On PostgreSQL only, and COMPILED_READS=0 turns it off: the querysets then run through the ORM as they are.
 - Proof at compile time: the queryset is compiled with two sets of stand-ins; the two SQL texts must be the same, and
@@ -15,7 +15,7 @@ of who is served: no SQL is written here, only Django's own reused (docs/decisio
   with the request's own values, and the request stops if that SQL or its parameters differ in anything from what
   is sent. Every serving test of the suite checks it, and a Django upgrade that compiles differently fails there.
 
-Rows come back as `values_list` tuples; `load` makes model instances of them through ``Model.from_db`` (Django's
+Rows come back as `values_list` tuples; `instances` makes model instances of them through ``Model.from_db`` (Django's
 documented way to build an instance from a row) after each field's ``from_db_value`` (JSON), as the ORM does on
 PostgreSQL, which has no converters of its own.
 """
@@ -24,13 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
 from django.db.models import Model, QuerySet
-
-M = TypeVar("M", bound=Model)
 
 # Two sets of stand-in values: far from the ids, counts and overlaps the app makes, yet in every compared column's
 # range (Django compiles a comparison with an out-of-range integer to no SQL at all).
@@ -124,20 +122,24 @@ def _check(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any], sq
 
 def columns(model: type[Model], prefix: str = "") -> list[str]:
     """The ``values_list`` names of a model's columns (reached through ``prefix``, e.g. ``"work_item__"``), in the
-    order `load` reads them."""
+    order `instances` reads them."""
     return [prefix + field.attname for field in model._meta.concrete_fields]
 
 
-def load(model: type[M], row: Sequence[Any], start: int = 0) -> tuple[M | None, int]:
-    """The instance of ``model`` whose columns begin at ``row[start]`` (None where its id is NULL: an outer join that
-    found nothing), and where the next model's columns begin."""
-    fields = model._meta.concrete_fields
-    values = list(row[start:start + len(fields)])
-    end = start + len(fields)
-    pk_index = fields.index(model._meta.pk)
-    if values[pk_index] is None:
-        return None, end
-    for n, field in enumerate(fields):
-        if values[n] is not None and hasattr(field, "from_db_value"):
-            values[n] = field.from_db_value(values[n], None, connection)
-    return model.from_db(connection.alias, [field.attname for field in fields], values), end
+def instances(row: Sequence[Any], *models: type[Model]) -> tuple[Any, ...]:
+    """The instances of ``models`` whose columns follow one another in ``row`` (each as `columns` lists them), each
+    None where its id is NULL (an outer join that found nothing)."""
+    found: list[Model | None] = []
+    start = 0
+    for model in models:
+        fields = model._meta.concrete_fields
+        values = list(row[start:start + len(fields)])
+        start += len(fields)
+        if values[fields.index(model._meta.pk)] is None:
+            found.append(None)
+            continue
+        for n, field in enumerate(fields):
+            if values[n] is not None and hasattr(field, "from_db_value"):
+                values[n] = field.from_db_value(values[n], None, connection)
+        found.append(model.from_db(connection.alias, [field.attname for field in fields], values))
+    return tuple(found)

@@ -30,9 +30,7 @@ class CompiledTokenAuthentication(TokenAuthentication):
             return super().authenticate_credentials(key)
         if not found:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
-        token, start = compiled_reads.load(Token, found[0])
-        user, _end = compiled_reads.load(Token._meta.get_field("user").related_model, found[0], start)
-        assert token is not None and user is not None
+        token, user = compiled_reads.instances(found[0], Token, Token._meta.get_field("user").related_model)
         token.user = user
         if not user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))

@@ -124,11 +124,8 @@ def session_with_task(session_id: int, annotator_id: int | None = None) -> Sessi
         return _session_with_task(annotator_id is not None, **values).first()
     if not found:
         return None
-    session, start = compiled_reads.load(Session, found[0])
-    task, start = compiled_reads.load(Task, found[0], start)
-    model_config, start = compiled_reads.load(ModelConfig, found[0], start)
-    batch, _ = compiled_reads.load(Batch, found[0], start)
-    assert session is not None and task is not None and model_config is not None and batch is not None
+    session: Session
+    session, task, model_config, batch = compiled_reads.instances(found[0], Session, Task, ModelConfig, Batch)
     session.task, session.model_config, session.batch = task, model_config, batch
     return session
 
@@ -152,8 +149,7 @@ def rounds_in_order(session_id: int) -> list[Round]:
     found = compiled_reads.rows(_rounds_in_order, (), {"session_id": session_id})
     if found is None:
         return list(Round.objects.filter(session_id=session_id).order_by("index"))
-    loaded = (compiled_reads.load(Round, row)[0] for row in found)
-    return [rnd for rnd in loaded if rnd is not None]
+    return [compiled_reads.instances(row, Round)[0] for row in found]
 
 
 def access_session(user: User, session_id: int) -> Session:

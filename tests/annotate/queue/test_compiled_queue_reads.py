@@ -3,31 +3,18 @@ rows are the ORM's, relations included. The whole suite runs with the per-call c
 every serving test also compares each statement sent with what the ORM compiles for the same values."""
 
 import pytest
-from django.db import connection, transaction
-from django.db.models import Model
-from django.test import override_settings
+from django.db import transaction
 
 from annotate.models import Assignment, Batch, User
 from annotate.queue import services as queue
+from tests.compiled_reads_checks import both_ways, columns_of, postgresql_only
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.usefixtures("no_dispatch"),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="the compiled reads are PostgreSQL's (SQLite: the ORM)"),
+    postgresql_only,
 ]
-
-
-def columns_of(instance: Model) -> dict:
-    return {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields}
-
-
-def both_ways(read):
-    """``read()`` with the compiled reads, then through the ORM."""
-    with override_settings(COMPILED_READS=True):
-        kept = read()
-    with override_settings(COMPILED_READS=False):
-        return kept, read()
 
 
 @pytest.fixture

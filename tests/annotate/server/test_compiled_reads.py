@@ -4,16 +4,16 @@ the kept SQL is proven for goes to the ORM, and the per-call check stops a state
 same."""
 
 import pytest
-from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
 from annotate.models import Assignment, User
 from annotate.server import compiled_reads
+from tests.compiled_reads_checks import postgresql_only
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="the compiled reads are PostgreSQL's (SQLite: the ORM)"),
+    postgresql_only,
 ]
 
 

@@ -3,31 +3,18 @@ and batch, its rounds and its images come out as the ORM gives them, and only th
 an annotator is named."""
 
 import pytest
-from django.db import connection
-from django.db.models import Model
-from django.test import override_settings
 
 from annotate.models import Round
 from annotate.queue.services import assignment_next
 from annotate.sessions.selectors import rounds_in_order, session_with_task, task_image_urls
+from tests.compiled_reads_checks import both_ways, columns_of, postgresql_only
 from tests.factories import attach_image, make_batch
 
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.usefixtures("no_dispatch"),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="the compiled reads are PostgreSQL's (SQLite: the ORM)"),
+    postgresql_only,
 ]
-
-
-def columns_of(instance: Model) -> dict:
-    return {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields}
-
-
-def both_ways(read):
-    with override_settings(COMPILED_READS=True):
-        kept = read()
-    with override_settings(COMPILED_READS=False):
-        return kept, read()
 
 
 @pytest.fixture
