@@ -14,7 +14,6 @@ completed sessions, never the same task twice to one person, in a balanced order
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,7 @@ from django.utils.translation import gettext as _
 
 from annotate.assignments import assignment_renew, assignments_expire, lease_end
 from annotate.errors import PermissionDenied
-from annotate.models import Assignment, Batch, ModelConfig, Session, User, WorkItem
+from annotate.models import Assignment, Batch, User, WorkItem
 from annotate.queue.gold import check_due
 from annotate.queue.items import (
     CONVERSATION_KINDS,
@@ -101,33 +100,16 @@ def _lock_annotator(annotator: User) -> _Person:
     return _Person(*found[0])
 
 
-@functools.cache
-def _latest_columns() -> list[str]:
-    return (compiled_reads.columns(Assignment) + compiled_reads.columns(WorkItem, "work_item__")
-            + compiled_reads.columns(Batch, "work_item__batch__") + compiled_reads.columns(Session, "session__"))
-
-
-def _latest_query(annotator_id: int) -> QuerySet[Any]:
-    return (Assignment.objects.filter(annotator_id=annotator_id).order_by("-created_at")
-            .values_list(*_latest_columns())[:1])
+def _latest_query(annotator_id: int) -> QuerySet[Assignment]:
+    return Assignment.objects.filter(annotator_id=annotator_id).order_by("-created_at")
 
 
 def _latest_assignment(annotator: User) -> Assignment | None:
     """The person's latest assignment with its work item, batch and session (None: a newcomer). Read once their
     row is locked, so a request of theirs just before is seen."""
-    found = compiled_reads.rows(_latest_query, (), {"annotator_id": annotator.pk})
-    if found is None:
-        return (Assignment.objects.filter(annotator_id=annotator.pk).select_related("work_item__batch", "session")
-                .order_by("-created_at").first())
-    if not found:
-        return None
-    assignment: Assignment
-    assignment, item, batch, session = compiled_reads.instances(found[0], Assignment, WorkItem, Batch, Session)
-    item.batch = batch
-    assignment.work_item = item
-    if session is not None:  # a conversation to rate has none
-        assignment.session = session
-    return assignment
+    found = compiled_reads.fetch(_latest_query, (), {"annotator_id": annotator.pk},
+                                 related=("work_item__batch", "session"), first=True)
+    return found[0] if found else None
 
 
 def _resumable(assignment: Assignment) -> bool:
@@ -187,20 +169,18 @@ def _first_open_batch(annotator: User, latest: Assignment | None) -> Batch | Non
     return min(firsts, key=lambda first: first[0])[1] if firsts else None
 
 
-def _open_batch_rows(participant: bool, *, annotator_id: int, crowd_batch_id: int | None = None) -> QuerySet[Any]:
-    return open_batches_of(annotator_id, crowd_batch_id if participant else None).values_list(
-        *compiled_reads.columns(Batch))
-
-
 def _open_batches(annotator: User) -> list[Batch]:
+    if not may_be_served(annotator):
+        return []
     participant = bool(annotator.crowd_batch_id)
     values: dict[str, Any] = {"annotator_id": annotator.pk}
     if participant:
         values["crowd_batch_id"] = annotator.crowd_batch_id
-    found = compiled_reads.rows(_open_batch_rows, (participant,), values) if may_be_served(annotator) else None
-    if found is None:
-        return list(open_batches_for(annotator))
-    return [compiled_reads.instances(row, Batch)[0] for row in found]
+    return compiled_reads.fetch(_open_batches_query, (participant,), values)
+
+
+def _open_batches_query(participant: bool, *, annotator_id: int, crowd_batch_id: int | None = None) -> QuerySet[Batch]:
+    return open_batches_of(annotator_id, crowd_batch_id if participant else None)
 
 
 @dataclass(frozen=True)
@@ -248,7 +228,7 @@ def _free_items(kind: str, repeats: bool, back_to_back: bool, has_last: bool, by
                 model_id: int | None = None) -> QuerySet[WorkItem]:
     """The free items of one walk, locked as they are read (others step over locked rows): ``kind`` "pinned" (those
     pinned to the annotator), "check" (attention checks) or "ordinary"; ``by_model``: of ``model_id`` only. The
-    other positional arguments say what changes the SQL (compiled_reads.rows' shape)."""
+    other positional arguments say what changes the SQL (compiled_reads.fetch's shape)."""
     rules = _Rules(batch_id, overlap, repeats, back_to_back)
     if kind == "check":
         items = check_items(rules, annotator_id)
@@ -258,11 +238,6 @@ def _free_items(kind: str, repeats: bool, back_to_back: bool, has_last: bool, by
     if by_model:
         items = items.filter(model_config_id=model_id)
     return items.select_for_update(skip_locked=True, of=("self",))
-
-
-def _free_item_row(*shape: Any, **values: Any) -> QuerySet[Any]:
-    return _free_items(*shape, **values).values_list(
-        *compiled_reads.columns(WorkItem), *compiled_reads.columns(ModelConfig, "model_config__"))[:1]
 
 
 def _first_free(kind: str, batch: Batch, annotator_id: int, last_task_id: int | None,
@@ -277,17 +252,9 @@ def _first_free(kind: str, batch: Batch, annotator_id: int, last_task_id: int | 
             values["last_task_id"] = last_task_id
         if model_id is not None:
             values["model_id"] = model_id
-        found = compiled_reads.rows(_free_item_row, shape, values)
-        item: WorkItem | None
-        if found is None:
-            item = _free_items(*shape, **values).select_related("model_config").first()
-            if item is not None:
-                return item
-        elif found:
-            item, model_config = compiled_reads.instances(found[0], WorkItem, ModelConfig)
-            assert item is not None  # the row's own columns: never NULL
-            item.model_config = model_config
-            return item
+        found: list[WorkItem] = compiled_reads.fetch(_free_items, shape, values, related=("model_config",), first=True)
+        if found:
+            return found[0]
     return None
 
 

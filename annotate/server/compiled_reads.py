@@ -15,9 +15,10 @@ of who is served: no SQL is written here, only Django's own reused (docs/decisio
   with the request's own values, and the request stops if that SQL or its parameters differ in anything from what
   is sent. Every serving test of the suite checks it, and a Django upgrade that compiles differently fails there.
 
-Rows come back as `values_list` tuples; `instances` makes model instances of them through ``Model.from_db`` (Django's
-documented way to build an instance from a row) after each field's ``from_db_value`` (JSON), as the ORM does on
-PostgreSQL, which has no converters of its own.
+`rows` gives a ``values_list`` queryset's tuples. `fetch` gives model instances with their related ones, as
+``select_related`` would: it reads every column of those models as a ``values_list`` and builds each instance with
+``Model.from_db`` (Django's documented way to build an instance from a row) after each field's ``from_db_value``
+(JSON), as the ORM does on PostgreSQL, which has no converters of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 from django.db.models import Model, QuerySet
+from django.db.models.constants import LOOKUP_SEP
 
 # Two sets of stand-in values: far from the ids, counts and overlaps the app makes, yet in every compared column's
 # range (Django compiles a comparison with an out-of-range integer to no SQL at all).
@@ -120,26 +122,64 @@ def _check(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any], sq
                                 f"\n{sql}\n{params}")
 
 
-def columns(model: type[Model], prefix: str = "") -> list[str]:
-    """The ``values_list`` names of a model's columns (reached through ``prefix``, e.g. ``"work_item__"``), in the
-    order `instances` reads them."""
-    return [prefix + field.attname for field in model._meta.concrete_fields]
+def fetch(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any], *, related: tuple[str, ...] = (),
+          first: bool = False) -> list[Any]:
+    """The instances of ``build(*shape, **values)`` (a queryset of a model) with the ``related`` paths loaded as
+    ``select_related`` loads them; ``first``: at most one. From the SQL kept for the shape, or through the ORM where
+    `rows` says so: one definition of the read either way."""
+    found = rows(_as_rows, (build, related, first, *shape), values)
+    if found is None:
+        queryset = build(*shape, **values)
+        queryset = queryset.select_related(*related) if related else queryset
+        return list(queryset[:1] if first else queryset)
+    key = (build, related)
+    loaded = _loaded.get(key)
+    if loaded is None:  # once per read and process: the models its rows carry
+        loaded = _loaded[key] = _models_of(build(*shape, **values).model, related)
+    return [_instance(row, loaded) for row in found]
 
 
-def instances(row: Sequence[Any], *models: type[Model]) -> tuple[Any, ...]:
-    """The instances of ``models`` whose columns follow one another in ``row`` (each as `columns` lists them), each
-    None where its id is NULL (an outer join that found nothing)."""
-    found: list[Model | None] = []
+Loaded = list[tuple[tuple[str, ...], type[Model]]]
+_loaded: dict[Hashable, Loaded] = {}
+
+
+def _models_of(model: type[Model], related: tuple[str, ...]) -> Loaded:
+    """Each model a row carries with the path that reaches it: the queryset's own (``()``), then every step of the
+    ``related`` paths (``select_related``'s syntax), in order."""
+    loaded: dict[tuple[str, ...], type[Model]] = {(): model}
+    for path in related:
+        steps = tuple(path.split(LOOKUP_SEP))
+        for n in range(1, len(steps) + 1):
+            if steps[:n] not in loaded:
+                loaded[steps[:n]] = loaded[steps[:n - 1]]._meta.get_field(steps[n - 1]).related_model
+    return list(loaded.items())
+
+
+def _as_rows(build: Build, related: tuple[str, ...], first: bool, *shape: Hashable, **values: Any) -> QuerySet[Any]:
+    """``build``'s queryset as the ``values_list`` of every column of the models it loads, in `_models_of`'s order."""
+    queryset = build(*shape, **values)
+    names = [LOOKUP_SEP.join((*path, field.attname)) for path, model in _models_of(queryset.model, related)
+             for field in model._meta.concrete_fields]
+    queryset = queryset.values_list(*names)
+    return queryset[:1] if first else queryset
+
+
+def _instance(row: Sequence[Any], loaded: Loaded) -> Any:
+    """The queryset's instance of ``row``, each related one set on the instance before it on its path (left unset
+    where an outer join found nothing), built by ``Model.from_db`` after each field's ``from_db_value``."""
+    made: dict[tuple[str, ...], Model | None] = {}
     start = 0
-    for model in models:
+    for path, model in loaded:
         fields = model._meta.concrete_fields
         values = list(row[start:start + len(fields)])
         start += len(fields)
         if values[fields.index(model._meta.pk)] is None:
-            found.append(None)
+            made[path] = None
             continue
         for n, field in enumerate(fields):
             if values[n] is not None and hasattr(field, "from_db_value"):
                 values[n] = field.from_db_value(values[n], None, connection)
-        found.append(model.from_db(connection.alias, [field.attname for field in fields], values))
-    return tuple(found)
+        made[path] = model.from_db(connection.alias, [field.attname for field in fields], values)
+        if path and made[path[:-1]] is not None:
+            setattr(made[path[:-1]], path[-1], made[path])
+    return made[()]

@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from annotate.errors import NotFound
-from annotate.models import Assignment, Batch, ModelConfig, Round, Session, Task, TaskImage, User
+from annotate.models import Assignment, Batch, Round, Session, Task, TaskImage, User
 from annotate.server import compiled_reads
 from annotate.sessions.failures import failure_kind, failure_plain_message
 from annotate.shares import counted_skips, is_participant_of
@@ -93,9 +93,13 @@ class AnnotatorProgress(TypedDict):
     by_kind: list[KindProgress]
 
 
+# What `session_snapshot` and the session services need of a session besides rounds and images.
+WITH_TASK = ("task", "model_config", "batch")
+
+
 def sessions_with_task() -> QuerySet[Session]:
     """Sessions with what `session_snapshot` and the session services need besides rounds and images."""
-    return Session.objects.select_related("task", "model_config", "batch")
+    return Session.objects.select_related(*WITH_TASK)
 
 
 def sessions_with_rounds() -> QuerySet[Session]:
@@ -119,37 +123,21 @@ def session_with_task(session_id: int, annotator_id: int | None = None) -> Sessi
     ``annotator_id``, only that annotator's session."""
     values = {"session_id": session_id} if annotator_id is None else {"session_id": session_id,
                                                                       "annotator_id": annotator_id}
-    found = compiled_reads.rows(_session_with_task_row, (annotator_id is not None,), values)
-    if found is None:
-        return _session_with_task(annotator_id is not None, **values).first()
-    if not found:
-        return None
-    session: Session
-    session, task, model_config, batch = compiled_reads.instances(found[0], Session, Task, ModelConfig, Batch)
-    session.task, session.model_config, session.batch = task, model_config, batch
-    return session
+    found = compiled_reads.fetch(_session_query, (annotator_id is not None,), values, related=WITH_TASK, first=True)
+    return found[0] if found else None
 
 
-def _session_with_task(owned: bool, *, session_id: int, annotator_id: int | None = None) -> QuerySet[Session]:
-    sessions = sessions_with_task().filter(pk=session_id)
+def _session_query(owned: bool, *, session_id: int, annotator_id: int | None = None) -> QuerySet[Session]:
+    sessions = Session.objects.filter(pk=session_id)
     return sessions.filter(annotator_id=annotator_id) if owned else sessions
 
 
-def _session_with_task_row(owned: bool, **values: int) -> QuerySet[Any]:
-    return _session_with_task(owned, **values).values_list(
-        *compiled_reads.columns(Session), *compiled_reads.columns(Task, "task__"),
-        *compiled_reads.columns(ModelConfig, "model_config__"), *compiled_reads.columns(Batch, "batch__"))[:1]
-
-
-def _rounds_in_order(*, session_id: int) -> QuerySet[Any]:
-    return Round.objects.filter(session_id=session_id).order_by("index").values_list(*compiled_reads.columns(Round))
+def _rounds_query(*, session_id: int) -> QuerySet[Round]:
+    return Round.objects.filter(session_id=session_id).order_by("index")
 
 
 def rounds_in_order(session_id: int) -> list[Round]:
-    found = compiled_reads.rows(_rounds_in_order, (), {"session_id": session_id})
-    if found is None:
-        return list(Round.objects.filter(session_id=session_id).order_by("index"))
-    return [compiled_reads.instances(row, Round)[0] for row in found]
+    return compiled_reads.fetch(_rounds_query, (), {"session_id": session_id})
 
 
 def access_session(user: User, session_id: int) -> Session:
