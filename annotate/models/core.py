@@ -49,6 +49,9 @@ class User(AbstractUser):
         max_length=16, blank=True, default="", choices=settings.LANGUAGES,
         help_text="Language of the pages; blank follows the browser's",
     )
+    # Bumped by every reservation of an item for this person, in the reservation's own statement: a next-item
+    # request that read another value has lost a race with a request of theirs and starts over (annotate.queue).
+    serving_version = models.PositiveIntegerField(default=0, editable=False)
 
     class Meta(AbstractUser.Meta):
         constraints = [

@@ -1,61 +1,153 @@
-"""The writes of a reservation: the item counted active, the assignment, and for a (task, model) item its session
-and round 0. On PostgreSQL they go in one statement (data-modifying CTEs), so a next item sends five statements
-besides BEGIN and COMMIT (the token, the lock on the person, their latest assignment, the item, these writes)
-instead of eight; elsewhere (the demo's SQLite, which has no such CTEs) the ORM saves them one by one.
+"""A reservation: the first free item of a walk taken for an annotator, counted active, with its assignment and,
+for a (task, model) item, its session and round 0.
+
+On PostgreSQL it is one statement (data-modifying CTEs): the item is read and locked (others step over it), the
+person's serving version is bumped if it still holds the value the request read, and only then is the item counted
+and are its rows inserted. A request that finds the version changed has lost a race with another request of the
+same person and starts over (`RaceLost`): one item at a time per person without a lock held across statements, so
+a next item sends no BEGIN or COMMIT. Elsewhere (the demo's SQLite, which has no such CTEs) the ORM does the same
+steps in a transaction.
 
 The values inserted are the unsaved instances' own, prepared by each field as ``save()`` prepares them (defaults,
-``auto_now_add``), so a new field with a default needs no change here. Only the ids the statement makes are
-column references. `tests/annotate/queue/test_reservation.py` checks that both ways write the same rows.
+``auto_now_add``), so a new field with a default needs no change here. Only the item's own columns and the ids the
+statement makes are column references. `tests/annotate/queue/test_reservation.py` checks that both ways write the
+same rows.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import F, Field, Model
 
-from annotate.models import Assignment, Round, Session, WorkItem
+from annotate.assignments import lease_end
+from annotate.models import Assignment, Round, Session, User, WorkItem
+from annotate.server import compiled_reads
+from annotate.sessions.services import session_new
+
+# The free items' read carries each item's model (round 0 is queued to it).
+_WITH_MODEL = ("model_config",)
 
 
-def reservation_save(item: WorkItem, assignment: Assignment, session: Session | None = None,
-                     first_round: Round | None = None, *, one_statement: bool | None = None) -> None:
-    """Count ``item`` (locked by the caller) active and save ``assignment`` for it, with ``session`` and
-    ``first_round`` when given. ``one_statement``: None picks what the database can do (tests force either)."""
+class RaceLost(Exception):
+    """Another request of the same person reserved an item since this one read their serving version."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who takes the item: the person, the serving version their request read, the item's place in their sequence
+    of the batch, and whether the item gets a session (a (task, model) item; a conversation to rate gets none)."""
+
+    annotator_id: int
+    version: int
+    position: int
+    batch_id: int
+    with_session: bool
+
+
+@dataclass(frozen=True)
+class Reserved:
+    item: WorkItem
+    assignment: Assignment
+    session: Session | None
+    first_round: Round | None
+
+
+def reservation_take(build: compiled_reads.Build, shape: tuple[Any, ...], values: dict[str, Any], claim: Claim, *,
+                     one_statement: bool | None = None) -> Reserved | None:
+    """Take the first item of the free items' read ``build(*shape, **values)`` (a queryset of work items, in
+    serving order) for ``claim``, locking it as it is read and stepping over items others hold locked: None where
+    the read finds none; `RaceLost` where the person's serving version moved on. ``one_statement``: None picks what
+    the database can do (tests force either)."""
     if one_statement is None:
-        one_statement = connection.vendor == "postgresql"
-    if not one_statement:  # save() fills each row's foreign key from the instance saved before it
-        WorkItem.objects.filter(pk=item.pk).update(active_count=F("active_count") + 1)
-        for row in (assignment, session, first_round):
-            if row is not None:
+        one_statement = one_statement_here()
+    if one_statement:
+        return _take_in_one_statement(compiled_reads.select(build, shape, values, related=_WITH_MODEL, first=True),
+                                      claim)
+    with transaction.atomic():
+        found = compiled_reads.fetch(_locking, (build, *shape), values, related=_WITH_MODEL, first=True)
+        if not found:
+            return None
+        if not User.objects.filter(pk=claim.annotator_id, serving_version=claim.version).update(
+                serving_version=F("serving_version") + 1):
+            raise RaceLost
+        reserved = _new_rows(found[0], claim)
+        WorkItem.objects.filter(pk=reserved.item.pk).update(active_count=F("active_count") + 1)
+        for row in (reserved.assignment, reserved.session, reserved.first_round):
+            if row is not None:  # save() fills each row's foreign key from the instance saved before it
                 row.save()
-        return
+        return reserved
+
+
+def _locking(build: compiled_reads.Build, *shape: Any, **values: Any) -> Any:
+    return build(*shape, **values).select_for_update(skip_locked=True, of=("self",))
+
+
+def one_statement_here() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _new_rows(item: WorkItem, claim: Claim) -> Reserved:
+    assignment = Assignment(work_item=item, annotator_id=claim.annotator_id, lease_expires_at=lease_end(),
+                            position=claim.position)
+    session, first_round = session_new(assignment=assignment) if claim.with_session else (None, None)
+    return Reserved(item, assignment, session, first_round)
+
+
+def _take_in_one_statement(free: compiled_reads.Select, claim: Claim) -> Reserved | None:
     quote = connection.ops.quote_name
-    parts = [f"counted AS (UPDATE {quote(WorkItem._meta.db_table)} SET active_count = active_count + 1 "
-             f"WHERE id = %s RETURNING id)"]
-    params: list[Any] = [item.pk]
-    made: list[tuple[str, Model, dict[str, str], str]] = [("new_assignment", assignment, {}, "counted")]
-    if session is not None and first_round is not None:
-        made += [("new_session", session, {"assignment_id": "new_assignment.id"}, "new_assignment"),
-                 ("new_round", first_round, {"session_id": "new_session.id"}, "new_session")]
+    # The rows are made before the item is known: the columns the item fills in are references to it.
+    reserved = _new_rows(WorkItem(batch_id=claim.batch_id), claim)
+    names = [f"c{n}" for n in range(len(free.columns))]
+    chosen = dict(zip(free.columns, (f"chosen.{name}" for name in names), strict=True))
+    user, item, version, active = (quote(User._meta.db_table), quote(WorkItem._meta.db_table),
+                                   quote("serving_version"), quote("active_count"))
+    # Django refuses to compile a locking read outside a transaction (alone, its lock would end with it): the lock
+    # clause it would write is added here, where the statement that takes the item holds it.
+    lock = connection.ops.for_update_sql(skip_locked=True, of=(item,))
+    parts = [f"chosen ({', '.join(names)}) AS MATERIALIZED ({free.sql} {lock})",
+             f"person AS (UPDATE {user} SET {version} = {version} + 1 WHERE id = %s AND {version} = %s "
+             f"AND EXISTS (SELECT 1 FROM chosen) RETURNING id)",
+             f"counted AS (UPDATE {item} SET {active} = {active} + 1 FROM person, chosen "
+             f"WHERE {item}.id = {chosen['id']} RETURNING {item}.id)"]
+    params: list[Any] = [*free.params, claim.annotator_id, claim.version]
+    made: list[tuple[str, Model, dict[str, str], str]] = [
+        ("new_assignment", reserved.assignment, {"work_item_id": "counted.id"}, "counted")]
+    if reserved.session is not None and reserved.first_round is not None:
+        made += [("new_session", reserved.session,
+                  {"assignment_id": "new_assignment.id", "task_id": chosen["task_id"],
+                   "model_config_id": chosen["model_config_id"]}, "new_assignment, chosen"),
+                 ("new_round", reserved.first_round, {"session_id": "new_session.id"}, "new_session")]
     for name, instance, refs, source in made:
         sql, values = _insert_select(instance, refs, source)
         parts.append(f"{name} AS ({sql})")
         params += values
-    names = [name for name, *_ in made]
+    ids = ", ".join(f"(SELECT id FROM {name})" for name, *_ in made)
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH {', '.join(parts)} SELECT {', '.join(f'{n}.id' for n in names)} "
-                       f"FROM {', '.join(names)}", params)
-        ids = cursor.fetchone()
-    if ids is None:  # the caller holds the item's lock: its row cannot be gone
-        raise RuntimeError(f"work item {item.pk} vanished while reserved")
+        cursor.execute(f"WITH {', '.join(parts)} SELECT chosen.*, {ids} FROM chosen", params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    if row[len(names)] is None:
+        raise RaceLost
+    return _saved_rows(reserved, free.instance(row[:len(names)]), row[len(names):])
+
+
+def _saved_rows(reserved: Reserved, item: WorkItem, ids: tuple[int, ...]) -> Reserved:
+    """The rows as ``save()`` would have left them: their ids, the item's columns and each foreign key's instance."""
+    assignment, session, first_round = reserved.assignment, reserved.session, reserved.first_round
+    assignment.work_item = item
     _saved(assignment, ids[0])
-    if session is not None and first_round is not None:  # the foreign keys the statement filled in, as save() would
+    if session is not None and first_round is not None:
+        session.task_id, session.model_config = item.task_id, item.model_config
         session.assignment = assignment
         _saved(session, ids[1])
         first_round.session = session
         _saved(first_round, ids[2])
+    return Reserved(item, assignment, session, first_round)
 
 
 def _saved(instance: Model, pk: int) -> None:

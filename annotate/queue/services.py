@@ -1,11 +1,12 @@
 """The next-item queue: hands (task, model) work items, or conversations to rate, to annotators until each has K
 completed sessions, never the same task twice to one person, in a balanced order.
 
-- One item at a time per person: `assignment_next` runs in a transaction that first locks the annotator's row, so
-  requests of one person are served one after the other (the second resumes what the first reserved) and a
-  participant's share holds under any race. Other people's requests never wait for that lock.
-- A reservation locks the first free item of the first tier that has one with ``select_for_update(skip_locked=True)``
-  (others step over it) and takes a short lease on it, renewed by the page's heartbeat. Expired leases go back to
+- One item at a time per person: every reservation bumps the person's serving version in its own statement, and
+  holds only if the version is still the one the request read first (annotate.queue.reservation); a request that
+  lost that race with another of theirs starts over and resumes what the other reserved, so a participant's share
+  holds under any race. Nothing is locked across statements and other people's requests never wait on theirs.
+- A reservation locks the first free item of the first tier that has one (``select_for_update(skip_locked=True)``:
+  others step over it) and takes a short lease on it, renewed by the page's heartbeat. Expired leases go back to
   the pool: a Celery beat task sweeps them (annotate.queue.tasks), and the queue sweeps at once when it finds
   nothing for someone.
 - Balance between models: items are created in the batch's seeded order, and each annotator is served the models
@@ -14,6 +15,7 @@ completed sessions, never the same task twice to one person, in a balanced order
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +44,7 @@ from annotate.queue.items import (
     serving_rank,
 )
 from annotate.queue.order import model_cycle, model_for, serving_order
-from annotate.queue.reservation import reservation_save
+from annotate.queue.reservation import Claim, RaceLost, Reserved, one_statement_here, reservation_take
 from annotate.server import compiled_reads
 from annotate.sessions import services as session_services
 from annotate.shares import participant_share
@@ -73,28 +75,30 @@ def work_items_create_for_batch(*, batch: Batch) -> int:
 
 @dataclass(frozen=True)
 class _Person:
-    """What the lock on a person's row reads with it: whether some item is pinned to them and whether an open batch
-    names them (neither needs the lock to be read right)."""
+    """What a next-item request reads of the person first: their serving version (every reservation of theirs bumps
+    it), whether some item is pinned to them, whether an open batch names them and whether they have had any item."""
 
+    version: int
     has_pinned: bool
     in_named_batch: bool
+    has_assignment: bool
 
 
-def _person_query(annotator_id: int) -> QuerySet[Any]:
-    """Lock the person's row, reading whether some item is pinned to them and whether an open batch names them.
-    FOR NO KEY UPDATE: rows that point at the annotator (their sessions, ratings) can still be written meanwhile."""
-    return (User.objects.select_for_update(no_key=True).filter(pk=annotator_id)
+def _person_query(locked: bool, *, annotator_id: int) -> QuerySet[Any]:
+    """``locked``: FOR NO KEY UPDATE, so that rows pointing at the annotator (their sessions, ratings) can still be
+    written meanwhile."""
+    users = User.objects.select_for_update(no_key=True) if locked else User.objects.all()
+    return (users.filter(pk=annotator_id)
             .annotate(has_pinned=Exists(WorkItem.objects.filter(pinned_to=annotator_id)),
-                      in_named_batch=Exists(belongs_to_a_batch(annotator_id)))
-            .values_list("has_pinned", "in_named_batch"))
+                      in_named_batch=Exists(belongs_to_a_batch(annotator_id)),
+                      has_assignment=Exists(Assignment.objects.filter(annotator_id=annotator_id)))
+            .values_list("serving_version", "has_pinned", "in_named_batch", "has_assignment"))
 
 
-def _lock_annotator(annotator: User) -> _Person:
-    """Serialize this person's next-item requests until the transaction ends. (SQLite's transactions take the write
-    lock when they begin, which serializes them anyway.)"""
-    found = compiled_reads.rows(_person_query, (), {"annotator_id": annotator.pk})
+def _read_person(annotator: User, *, locked: bool) -> _Person:
+    found = compiled_reads.rows(_person_query, (locked,), {"annotator_id": annotator.pk})
     if found is None:
-        return _Person(*_person_query(annotator.pk).get())
+        return _Person(*_person_query(locked, annotator_id=annotator.pk).get())
     if not found:
         raise User.DoesNotExist(f"user {annotator.pk} was deleted while being served")
     return _Person(*found[0])
@@ -105,8 +109,8 @@ def _latest_query(annotator_id: int) -> QuerySet[Assignment]:
 
 
 def _latest_assignment(annotator: User) -> Assignment | None:
-    """The person's latest assignment with its work item, batch and session (None: a newcomer). Read once their
-    row is locked, so a request of theirs just before is seen."""
+    """The person's latest assignment with its work item, batch and session (None: a newcomer). Read after their
+    serving version, so a reservation of theirs that this misses has moved the version on."""
     found = compiled_reads.fetch(_latest_query, (), {"annotator_id": annotator.pk},
                                  related=("work_item__batch", "session"), first=True)
     return found[0] if found else None
@@ -116,21 +120,51 @@ def _resumable(assignment: Assignment) -> bool:
     return assignment.status == Assignment.Status.ACTIVE and assignment.lease_expires_at >= timezone.now()
 
 
+class _ArrivalToCount(Exception):
+    """A newcomer to a batch of several models: their arrival is counted once, so this request is served under the
+    lock on their row."""
+
+
+_TRIES = 10  # a request that lost a race with another of the same person resumes that one's item when it retries
+
+
 def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignment | None:
     """Resume the annotator's item under way (whatever the batch: one at a time), or reserve the next open work item
-    (of ``batch``, else of the batch they work on) and start its session. Researchers and admins are refused."""
+    (of ``batch``, else of the batch they work on) and start its session. Researchers and admins are refused.
+
+    One item at a time per person: on PostgreSQL the reservation holds only if the person's serving version is still
+    the one this request read (annotate.queue.reservation), and a request that lost that race starts over; a
+    newcomer's arrival in a batch of several models, and SQLite, take a lock on the person's row instead."""
     if not may_be_served(annotator):
         raise PermissionDenied(_("Only annotators are served items to annotate."))
-    assignment = _next_in_turn(annotator, batch)
-    if assignment is None and assignments_expire():
-        assignment = _next_in_turn(annotator, batch)  # leases that ran out since the last sweep freed their items
-    return assignment
+    locked, swept = not one_statement_here(), False
+    for _try in range(_TRIES):
+        try:
+            assignment = _next_in_turn(annotator, batch, locked=locked)
+        except _ArrivalToCount:
+            locked = True
+            continue
+        except RaceLost:
+            continue
+        if assignment is None and not locked:
+            # Nothing free may only mean that other requests of theirs hold the items locked this instant: look
+            # again once those are done.
+            locked = True
+            continue
+        if assignment is None and not swept:
+            swept = True
+            if assignments_expire():  # leases that ran out since the last sweep freed their items
+                continue
+        return assignment
+    raise RuntimeError(f"annotator {annotator.pk}: {_TRIES} next-item tries each lost a race with another of theirs")
 
 
-def _next_in_turn(annotator: User, batch: Batch | None) -> Assignment | None:
-    with transaction.atomic():
-        person = _lock_annotator(annotator)
-        latest = _latest_assignment(annotator)
+def _next_in_turn(annotator: User, batch: Batch | None, *, locked: bool) -> Assignment | None:
+    with transaction.atomic() if locked else nullcontext():
+        person = _read_person(annotator, locked=locked)
+        # Under the lock, the version is the row's newest but the rest of that read may predate the request that
+        # held the lock: their latest assignment is read after it.
+        latest = _latest_assignment(annotator) if person.has_assignment or locked else None
         if latest is not None and _resumable(latest):
             assignment_renew(assignment=latest)
             return latest
@@ -139,18 +173,18 @@ def _next_in_turn(annotator: User, batch: Batch | None) -> Assignment | None:
                 else Batch.objects.filter(pk=annotator.crowd_batch_id).first()
         if batch is not None:
             open_to = batch_open_to(annotator, batch, in_named_batch=person.in_named_batch)
-            return _reserve(annotator, batch, latest, person.has_pinned) if open_to else None
+            return _reserve(annotator, batch, latest, person, locked=locked) if open_to else None
         if latest is not None:  # a person stays with their latest batch while it has items for them
             batch = latest.work_item.batch
             if batch_open_to(annotator, batch, in_named_batch=person.in_named_batch):
-                assignment = _reserve(annotator, batch, latest, person.has_pinned)
+                assignment = _reserve(annotator, batch, latest, person, locked=locked)
                 # Nothing reserved: its items are only held by others for now, or it has none left for them (the
                 # one case that costs a second walk, at the end of a batch).
                 if assignment is not None or batch_items(batch, annotator.pk,
                                                          last_task_id=latest.work_item.task_id).exists():
                     return assignment
         batch = _first_open_batch(annotator, latest)  # of the batches open to them: no second check
-        return None if batch is None else _reserve(annotator, batch, latest, person.has_pinned)
+        return None if batch is None else _reserve(annotator, batch, latest, person, locked=locked)
 
 
 def _first_open_batch(annotator: User, latest: Assignment | None) -> Batch | None:
@@ -200,7 +234,7 @@ def _previous_in(batch: Batch, annotator: User, latest: Assignment | None) -> _P
     return None if row is None else _Previous(*row)
 
 
-def _model_wanted(batch: Batch, previous: _Previous | None) -> int | None:
+def _model_wanted(batch: Batch, previous: _Previous | None, *, locked: bool) -> int | None:
     """The model the annotator's next item should be of (None: any). A newcomer to a batch of several models is
     counted in, and starts at the model their arrival puts them on."""
     cycle = batch.serving_models
@@ -208,6 +242,8 @@ def _model_wanted(batch: Batch, previous: _Previous | None) -> int | None:
         return None
     arrival = 0
     if previous is None:
+        if not locked:
+            raise _ArrivalToCount
         Batch.objects.filter(pk=batch.pk).update(annotators_started=F("annotators_started") + 1)
         arrival = Batch.objects.values_list("annotators_started", flat=True).get(pk=batch.pk) - 1
     return model_for(cycle, previous=previous.model_config_id if previous else None, arrival=arrival)
@@ -226,9 +262,9 @@ class _Rules:
 def _free_items(kind: str, repeats: bool, back_to_back: bool, has_last: bool, by_model: bool, *, batch_id: int,
                 overlap: int, annotator_id: int, last_task_id: int | None = None,
                 model_id: int | None = None) -> QuerySet[WorkItem]:
-    """The free items of one walk, locked as they are read (others step over locked rows): ``kind`` "pinned" (those
-    pinned to the annotator), "check" (attention checks) or "ordinary"; ``by_model``: of ``model_id`` only. The
-    other positional arguments say what changes the SQL (compiled_reads.fetch's shape)."""
+    """The free items of one walk (the reservation locks the one it takes, and others step over locked rows):
+    ``kind`` "pinned" (those pinned to the annotator), "check" (attention checks) or "ordinary"; ``by_model``: of
+    ``model_id`` only. The other positional arguments say what changes the SQL (compiled_reads' shape)."""
     rules = _Rules(batch_id, overlap, repeats, back_to_back)
     if kind == "check":
         items = check_items(rules, annotator_id)
@@ -237,52 +273,49 @@ def _free_items(kind: str, repeats: bool, back_to_back: bool, has_last: bool, by
         items = items.filter(pinned_to=annotator_id) if kind == "pinned" else items.filter(pinned_to__isnull=True)
     if by_model:
         items = items.filter(model_config_id=model_id)
-    return items.select_for_update(skip_locked=True, of=("self",))
+    return items
 
 
-def _first_free(kind: str, batch: Batch, annotator_id: int, last_task_id: int | None,
-                model_ids: list[int | None]) -> WorkItem | None:
-    """Lock the first free item of the first tier that has one: of each model of ``model_ids`` in turn (None: any),
-    each an ordered walk of an index that stops at the first free row."""
+def _take_first_free(kind: str, batch: Batch, last_task_id: int | None, model_ids: list[int | None],
+                     claim: Claim) -> Reserved | None:
+    """Reserve the first free item of the first tier that has one: of each model of ``model_ids`` in turn (None:
+    any), each an ordered walk of an index that stops at the first free row."""
     for model_id in model_ids:
         has_last = last_task_id is not None and kind != "check"
         shape = (kind, batch.allow_repeat_tasks, batch.allow_same_task_back_to_back, has_last, model_id is not None)
-        values: dict[str, Any] = {"batch_id": batch.pk, "overlap": batch.overlap, "annotator_id": annotator_id}
+        values: dict[str, Any] = {"batch_id": batch.pk, "overlap": batch.overlap, "annotator_id": claim.annotator_id}
         if has_last:
             values["last_task_id"] = last_task_id
         if model_id is not None:
             values["model_id"] = model_id
-        found: list[WorkItem] = compiled_reads.fetch(_free_items, shape, values, related=("model_config",), first=True)
-        if found:
-            return found[0]
+        reserved = reservation_take(_free_items, shape, values, claim)
+        if reserved is not None:
+            return reserved
     return None
 
 
-def _reserve(annotator: User, batch: Batch, latest: Assignment | None, has_pinned: bool) -> Assignment | None:
+def _reserve(annotator: User, batch: Batch, latest: Assignment | None, person: _Person, *,
+             locked: bool) -> Assignment | None:
     """Reserve the annotator's next item of the batch: an item pinned to them, else an attention check where their
     plan puts one (annotate.queue.gold), else the first free ordinary item; count it active, take a lease on it and
     start its session (round 0 is queued on commit)."""
     previous = _previous_in(batch, annotator, latest)
-    model_id = _model_wanted(batch, previous)
+    model_id = _model_wanted(batch, previous, locked=locked)
     position = (previous.position if previous else 0) + 1
     last_task_id = latest.work_item.task_id if latest else None
+    claim = Claim(annotator.pk, person.version, position, batch.pk, with_session=batch.kind not in CONVERSATION_KINDS)
     # The model whose turn it is, then any.
     tiers: list[int | None] = [model_id, None] if model_id is not None else [None]
-    item = _first_free("pinned", batch, annotator.pk, last_task_id, [None]) if has_pinned else None
-    if item is None and check_due(annotator, batch, position):
-        item = _first_free("check", batch, annotator.pk, last_task_id, tiers)
-    if item is None:
-        item = _first_free("ordinary", batch, annotator.pk, last_task_id, tiers)
-    if item is None:
+    reserved = _take_first_free("pinned", batch, last_task_id, [None], claim) if person.has_pinned else None
+    if reserved is None and check_due(annotator, batch, position):
+        reserved = _take_first_free("check", batch, last_task_id, tiers, claim)
+    if reserved is None:
+        reserved = _take_first_free("ordinary", batch, last_task_id, tiers, claim)
+    if reserved is None:
         return None
-    assignment = Assignment(work_item=item, annotator=annotator, lease_expires_at=lease_end(), position=position)
-    if item.task_id is None:  # a conversation to rate needs no session
-        reservation_save(item, assignment)
-        return assignment
-    session, first_round = session_services.session_new(assignment=assignment)
-    reservation_save(item, assignment, session, first_round)
-    session_services.round_generation_queue(first_round.id, session.model_config)  # on commit
-    return assignment
+    if reserved.session is not None and reserved.first_round is not None:
+        session_services.round_generation_queue(reserved.first_round.id, reserved.session.model_config)  # on commit
+    return reserved.assignment
 
 
 def open_items_count(*, annotator: User, up_to: int | None = None) -> int:

@@ -70,6 +70,16 @@ def rows(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any]) -> l
     the kept SQL is proven for (Django compiles a comparison with an out-of-range integer, such as a 26-digit id
     from a URL, to no SQL at all). ``values``: ids, counts or strings, each the same type on every call. Must run
     where the queryset could (select_for_update: inside the transaction)."""
+    kept = _kept(build, shape, values)
+    if kept is None:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(*kept)
+        return cursor.fetchall()
+
+
+def _kept(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any]) -> tuple[str, list[Any]] | None:
+    """The SQL kept for ``shape`` with ``values`` bound (compiled on its first call), or None (see `rows`)."""
     if not enabled() or any(isinstance(value, int) and not 0 <= value <= _PROVEN_MAX for value in values.values()):
         return None
     key = (build, shape)
@@ -79,9 +89,7 @@ def rows(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any]) -> l
     params = statement.bind(values)
     if settings.COMPILED_READS_CHECK:
         _check(build, shape, values, statement.sql, params)
-    with connection.cursor() as cursor:
-        cursor.execute(statement.sql, params)
-        return cursor.fetchall()
+    return statement.sql, params
 
 
 def _sql(queryset: QuerySet[Any]) -> tuple[str, tuple[Any, ...]]:
@@ -132,15 +140,44 @@ def fetch(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any], *, 
         queryset = build(*shape, **values)
         queryset = queryset.select_related(*related) if related else queryset
         return list(queryset[:1] if first else queryset)
-    key = (build, related)
-    loaded = _loaded.get(key)
-    if loaded is None:  # once per read and process: the models its rows carry
-        loaded = _loaded[key] = _models_of(build(*shape, **values).model, related)
+    loaded = _layout(build, related, shape, values)
     return [_instance(row, loaded) for row in found]
 
 
 Loaded = list[tuple[tuple[str, ...], type[Model]]]
 _loaded: dict[Hashable, Loaded] = {}
+
+
+@dataclass(frozen=True)
+class Select:
+    """`fetch`'s read as SQL for a statement of the caller's to embed (PostgreSQL only): ``columns`` names each
+    column of its rows (``model_config__id``: a related model's), and `instance` builds what `fetch` gives from one."""
+
+    sql: str
+    params: list[Any]
+    columns: list[str]
+    loaded: Loaded
+
+    def instance(self, row: Sequence[Any]) -> Any:
+        return _instance(row, self.loaded)
+
+
+def select(build: Build, shape: tuple[Hashable, ...], values: dict[str, Any], *, related: tuple[str, ...] = (),
+           first: bool = False) -> Select:
+    """The SQL `fetch` would send: the kept one, or where compiled reads are off, the queryset's compiled afresh."""
+    kept = _kept(_as_rows, (build, related, first, *shape), values)
+    sql, params = kept if kept is not None else _sql(_as_rows(build, related, first, *shape, **values))
+    loaded = _layout(build, related, shape, values)
+    return Select(sql, list(params), _column_names(loaded), loaded)
+
+
+def _layout(build: Build, related: tuple[str, ...], shape: tuple[Hashable, ...], values: dict[str, Any]) -> Loaded:
+    """The models a read's rows carry, worked out once per read and process."""
+    key = (build, related)
+    loaded = _loaded.get(key)
+    if loaded is None:
+        loaded = _loaded[key] = _models_of(build(*shape, **values).model, related)
+    return loaded
 
 
 def _models_of(model: type[Model], related: tuple[str, ...]) -> Loaded:
@@ -158,10 +195,12 @@ def _models_of(model: type[Model], related: tuple[str, ...]) -> Loaded:
 def _as_rows(build: Build, related: tuple[str, ...], first: bool, *shape: Hashable, **values: Any) -> QuerySet[Any]:
     """``build``'s queryset as the ``values_list`` of every column of the models it loads, in `_models_of`'s order."""
     queryset = build(*shape, **values)
-    names = [LOOKUP_SEP.join((*path, field.attname)) for path, model in _models_of(queryset.model, related)
-             for field in model._meta.concrete_fields]
-    queryset = queryset.values_list(*names)
+    queryset = queryset.values_list(*_column_names(_models_of(queryset.model, related)))
     return queryset[:1] if first else queryset
+
+
+def _column_names(loaded: Loaded) -> list[str]:
+    return [LOOKUP_SEP.join((*path, field.attname)) for path, model in loaded for field in model._meta.concrete_fields]
 
 
 def _instance(row: Sequence[Any], loaded: Loaded) -> Any:

@@ -73,11 +73,12 @@ def test_admins_made_before_become_django_staff_on_migrate():
     [target] = [key for key in executor.loader.graph.nodes if key[1].endswith("_admin_role_is_django_staff")]
     before = [parent for parent in executor.loader.graph.node_map[target].parents if parent.key[0] == "annotate"]
     executor.migrate([before[0].key])
-    old = UserFactory(username="old-admin", role=User.Role.ADMIN)
-    researcher = UserFactory(username="old-researcher", role=User.Role.RESEARCHER)
+    # The accounts are made as that schema has them: today's model has columns added since.
+    OldUser = executor.loader.project_state([before[0].key]).apps.get_model("annotate", "User")
+    old = OldUser.objects.create(username="old-admin", role=User.Role.ADMIN)
+    researcher = OldUser.objects.create(username="old-researcher", role=User.Role.RESEARCHER)
     assert not old.is_staff
     executor = MigrationExecutor(connection)  # a fresh graph, as `migrate` would load it
     executor.migrate(executor.loader.graph.leaf_nodes("annotate"))
-    old.refresh_from_db()
-    researcher.refresh_from_db()
+    old, researcher = User.objects.get(pk=old.pk), User.objects.get(pk=researcher.pk)
     assert old.is_staff and old.is_superuser and not researcher.is_staff

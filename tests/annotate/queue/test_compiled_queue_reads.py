@@ -7,6 +7,7 @@ from django.db import transaction
 
 from annotate.models import Assignment, Batch, User
 from annotate.queue import services as queue
+from annotate.queue.reservation import Claim, reservation_take
 from tests.compiled_reads_checks import both_ways, columns_of, postgresql_only
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
@@ -42,17 +43,22 @@ def test_a_newcomer_has_no_latest_assignment(annotator):
     assert both_ways(lambda: queue._latest_assignment(annotator)) == (None, None)
 
 
-def test_the_first_free_item_is_the_orms_with_its_model(two_model_batch, annotator):
-    model_id = two_model_batch.serving_models[1]
+def test_the_item_a_reservation_takes_is_the_orms_first_free_with_its_model(two_model_batch, annotator):
+    """Taken in one statement (with the kept SQL, then with the SQL compiled afresh) and by the ORM's saves: the
+    same item, built with its model, each time rolled back."""
+    batch, model_id = two_model_batch, two_model_batch.serving_models[1]
+    shape = ("ordinary", batch.allow_repeat_tasks, batch.allow_same_task_back_to_back, False, True)
+    values = {"batch_id": batch.pk, "overlap": batch.overlap, "annotator_id": annotator.pk, "model_id": model_id}
 
-    def first_free():
-        item = queue._first_free("ordinary", two_model_batch, annotator.pk, None, [model_id, None])
-        assert item is not None
+    def taken(one_statement=True):
+        with transaction.atomic():
+            claim = Claim(annotator.pk, 0, 1, batch.pk, with_session=True)
+            item = reservation_take(queue._free_items, shape, values, claim, one_statement=one_statement).item
+            transaction.set_rollback(True)
         return columns_of(item), columns_of(item.model_config)
 
-    with transaction.atomic():  # the item is locked as it is read
-        kept, orm = both_ways(first_free)
-    assert kept == orm and kept[0]["model_config_id"] == model_id
+    kept, fresh = both_ways(taken)
+    assert kept == fresh == taken(one_statement=False) and kept[0]["model_config_id"] == model_id
 
 
 def test_the_open_batches_are_the_orms(two_model_batch, annotator):

@@ -243,8 +243,11 @@ def test_next_item_query_count_does_not_grow_with_history(repeats):
         counts.append(len(queries))
         finish(assignment)
     # The first reservation counts them in among the batch's annotators (the model they start with:
-    # annotate.queue.order): an update and a read.
-    assert counts[0] == counts[1] + 2 and set(counts[1:]) == {counts[1]}, counts
+    # annotate.queue.order), once: an update and a read. On PostgreSQL the first read finds them new to a batch of
+    # several models, and the request is served again under the lock on their row (its transaction's two markers
+    # and the lock; SQLite serves every request so).
+    extra = 2 + (3 if connection.vendor == "postgresql" else 0)
+    assert counts[0] == counts[1] + extra and set(counts[1:]) == {counts[1]}, counts
 
 
 # --- the reveal time and the export ---------------------------------------------------------------------------------

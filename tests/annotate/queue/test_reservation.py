@@ -6,13 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 
-from annotate.assignments import lease_end
-from annotate.models import Assignment, Round, Session, WorkItem
+from annotate.models import Assignment, Round, Session, User, WorkItem
 from annotate.queue import services as queue_services
-from annotate.queue.reservation import reservation_save
-from annotate.sessions.services import session_new
+from annotate.queue.items import CONVERSATION_KINDS
+from annotate.queue.reservation import Claim, RaceLost, reservation_take
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = pytest.mark.django_db
@@ -22,14 +21,15 @@ PER_RESERVATION = {"id", "work_item_id", "annotator_id", "assignment_id", "sessi
                    "started_at", "lease_expires_at"}
 
 
-def reserved(item: WorkItem, one_statement: bool):
-    annotator = UserFactory()
-    assignment = Assignment(work_item=item, annotator=annotator, lease_expires_at=lease_end(), position=1)
-    session, first_round = session_new(assignment=assignment) if item.task_id else (None, None)
-    with transaction.atomic():
-        WorkItem.objects.select_for_update().get(pk=item.pk)
-        reservation_save(item, assignment, session, first_round, one_statement=one_statement)
-    return assignment, session, first_round
+def take(batch, one_statement: bool, annotator=None, version=None):
+    """The first free ordinary item of the batch taken for a new annotator (or ``annotator``), as the queue takes
+    it, with the serving version they have (or ``version``)."""
+    annotator = annotator or UserFactory()
+    claim = Claim(annotator.pk, annotator.serving_version if version is None else version, 1, batch.pk,
+                  with_session=batch.kind not in CONVERSATION_KINDS)
+    shape = ("ordinary", batch.allow_repeat_tasks, batch.allow_same_task_back_to_back, False, False)
+    values = {"batch_id": batch.pk, "overlap": batch.overlap, "annotator_id": annotator.pk}
+    return reservation_take(queue_services._free_items, shape, values, claim, one_statement=one_statement)
 
 
 def columns(instance) -> dict:
@@ -45,18 +45,25 @@ def test_both_ways_write_the_same_rows_and_leave_the_instances_saved(django_asse
     if connection.vendor != "postgresql":
         pytest.skip("the one-statement way is PostgreSQL's (data-modifying CTEs)")
     batch = make_batch(models=[ModelConfigFactory()], tasks=2)
-    first, second = WorkItem.objects.filter(batch=batch).select_related("model_config").order_by("id")
     rows = {}
-    for item, one_statement in ((first, False), (second, True)):
-        assignment, session, first_round = reserved(item, one_statement)
+    for one_statement in (False, True):
+        annotator = UserFactory()
+        reserved = take(batch, one_statement, annotator)
+        item, assignment, session, first_round = (reserved.item, reserved.assignment, reserved.session,
+                                                  reserved.first_round)
         for instance in (assignment, session, first_round):
             assert instance.pk is not None and not instance._state.adding and instance._state.db == "default"
         with django_assert_num_queries(0):  # the relations are the instances themselves, as save() leaves them
             assert assignment.session is session and session.assignment is assignment
+            assert assignment.work_item is item and item.model_config is not None
             assert first_round.session is session and session.model_config == item.model_config
+            assert session.task_id == item.task_id
         assert Session.objects.get(pk=session.pk).assignment_id == assignment.pk
+        assert Session.objects.get(pk=session.pk).task_id == item.task_id
+        assert Assignment.objects.get(pk=assignment.pk).work_item_id == item.pk
         assert Round.objects.get(pk=first_round.pk).session_id == session.pk
         assert WorkItem.objects.get(pk=item.pk).active_count == 1
+        assert User.objects.get(pk=annotator.pk).serving_version == 1
         rows[one_statement] = [columns(assignment), columns(session), columns(first_round)]
         saved = Assignment.objects.get(pk=assignment.pk)
         assert abs(saved.created_at - assignment.created_at) < timedelta(seconds=1)
@@ -68,11 +75,36 @@ def test_both_ways_write_the_same_rows_and_leave_the_instances_saved(django_asse
 @pytest.mark.usefixtures("no_dispatch")
 def test_a_conversation_to_rate_gets_an_assignment_and_no_session(fire_batch):
     for one_statement in one_statement_ways():
-        item = WorkItem.objects.filter(batch=fire_batch, active_count=0).order_by("id").first()
-        assignment, session, _ = reserved(item, one_statement)
-        assert session is None and assignment.pk is not None
-        assert WorkItem.objects.get(pk=item.pk).active_count == 1
-        assert not Session.objects.filter(assignment_id=assignment.pk).exists()
+        counted = dict(WorkItem.objects.filter(batch=fire_batch).values_list("id", "active_count"))
+        reserved = take(fire_batch, one_statement)
+        assert reserved.session is None and reserved.assignment.pk is not None
+        assert WorkItem.objects.get(pk=reserved.item.pk).active_count == counted[reserved.item.pk] + 1
+        assert not Session.objects.filter(assignment_id=reserved.assignment.pk).exists()
+
+
+def test_a_version_that_moved_on_writes_nothing():
+    """Another request of the person reserved since this one read their version: this one takes nothing (no item
+    counted, no assignment, no session, the version left as the winner set it), and says so."""
+    batch = make_batch(models=[ModelConfigFactory()], tasks=3)
+    for one_statement in one_statement_ways():
+        annotator = UserFactory()
+        take(batch, one_statement, annotator)  # the winner: version 0 -> 1
+        counts = (Assignment.objects.count(), Session.objects.count(), Round.objects.count(),
+                  list(WorkItem.objects.order_by("id").values_list("active_count", flat=True)))
+        with pytest.raises(RaceLost):
+            take(batch, one_statement, annotator, version=0)
+        assert counts == (Assignment.objects.count(), Session.objects.count(), Round.objects.count(),
+                          list(WorkItem.objects.order_by("id").values_list("active_count", flat=True)))
+        assert User.objects.get(pk=annotator.pk).serving_version == 1
+
+
+def test_nothing_free_takes_nothing_and_leaves_the_version():
+    batch = make_batch(models=[ModelConfigFactory()], tasks=1, overlap=1)
+    take(batch, False)
+    for one_statement in one_statement_ways():
+        annotator = UserFactory()
+        assert take(batch, one_statement, annotator) is None
+        assert User.objects.get(pk=annotator.pk).serving_version == 0
 
 
 def test_round_zero_is_queued_once_after_the_reservation_commits(sent_tasks, django_capture_on_commit_callbacks):

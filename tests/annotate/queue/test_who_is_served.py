@@ -8,7 +8,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotate.crowd import services as crowd
-from annotate.models import Assignment, Batch, Session, User
+from annotate.models import Assignment, Batch, Round, Session, User
 from tests.annotate.helpers import all_at_once, finish
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
@@ -54,10 +54,12 @@ def test_annotators_are_served_only_batches_they_may_work_on(api_client):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("no_dispatch")
-def test_parallel_requests_of_one_participant_give_one_item_and_the_share_holds():
+@pytest.mark.parametrize("models", [1, 2])
+def test_parallel_requests_of_one_participant_give_one_item_and_the_share_holds(models):
     """10 POST /api/next/ at once from one participant whose share is 2, three times over: one item each time (the
-    same for all ten), never two under way, and 2 items in all."""
-    batch = make_batch(models=[ModelConfigFactory(), ModelConfigFactory()], tasks=6, overlap=2)
+    same for all ten), never two under way, 2 items in all, one session and one round 0 per item, and (several
+    models) their arrival counted once."""
+    batch = make_batch(models=[ModelConfigFactory() for _ in range(models)], tasks=6, overlap=2)
     Batch.objects.filter(pk=batch.pk).update(items_per_participant=2)
     participant = crowd.participant_for_invite(invite=crowd.invite_read(crowd.invite_token_create(batch=batch)))
 
@@ -75,8 +77,12 @@ def test_parallel_requests_of_one_participant_give_one_item_and_the_share_holds(
             assert {status for status, _, _ in answers} == {200}
             assert len({session for _, _, session in answers}) == 1, answers  # all ten resumed one item
             assert Assignment.objects.filter(annotator=participant, status="active").count() == 1
+            assert Batch.objects.get(pk=batch.pk).annotators_started == (1 if models > 1 else 0)
             finish(Assignment.objects.get(annotator=participant, status="active"))
         else:
             assert {state for _, state, _ in answers} == {"done"}
     assert Assignment.objects.filter(annotator=participant).count() == 2
     assert Assignment.objects.filter(annotator=participant, status="completed").count() == 2
+    assert Session.objects.filter(annotator=participant).count() == 2
+    assert Round.objects.filter(session__annotator=participant, index=0).count() == 2
+    assert User.objects.get(pk=participant.pk).serving_version == 2  # one bump per item reserved
