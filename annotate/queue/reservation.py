@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, transaction
 from django.db.models import F, Field, Model
 
 from annotate.assignments import lease_end
-from annotate.models import Assignment, Round, Session, User, WorkItem
+from annotate.models import Assignment, ModelConfig, Round, Session, User, WorkItem
 from annotate.server import compiled_reads
 from annotate.sessions.services import session_new
 
@@ -142,7 +142,8 @@ def _saved_rows(reserved: Reserved, item: WorkItem, ids: tuple[int, ...]) -> Res
     assignment.work_item = item
     _saved(assignment, ids[0])
     if session is not None and first_round is not None:
-        session.task_id, session.model_config = item.task_id, item.model_config
+        # A (task, model) item has both (work_item_task_xor_conversation).
+        session.task_id, session.model_config = cast(int, item.task_id), cast(ModelConfig, item.model_config)
         session.assignment = assignment
         _saved(session, ids[1])
         first_round.session = session

@@ -24,7 +24,7 @@ from django.db.models import Exists, F, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from annotate.assignments import assignment_renew, assignments_expire, lease_end
+from annotate.assignments import assignment_renew, assignments_expire
 from annotate.errors import PermissionDenied
 from annotate.models import Assignment, Batch, User, WorkItem
 from annotate.queue.gold import check_due
