@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from django.db import connection, transaction
-from django.db.models import F, Field, Model
+from django.db.models import BooleanField, F, Field, Model
+from django.db.models.expressions import RawSQL
 
 from annotate.assignments import lease_end
 from annotate.models import Assignment, ModelConfig, Round, Session, User, WorkItem
@@ -65,15 +66,17 @@ def reservation_take(build: compiled_reads.Build, shape: tuple[Any, ...], values
     if one_statement is None:
         one_statement = one_statement_here()
     if one_statement:
-        return _take_in_one_statement(compiled_reads.select(build, shape, values, related=_WITH_MODEL, first=True),
-                                      claim)
+        free = compiled_reads.select(_claimed, (build, *shape), values, related=_WITH_MODEL, first=True)
+        return _take_in_one_statement(free, claim)
     with transaction.atomic():
+        # The same order as the one statement: the person's row first, then the item.
+        if not list(User.objects.select_for_update(no_key=True).filter(
+                pk=claim.annotator_id, serving_version=claim.version).values_list("pk")):
+            raise RaceLost
         found = compiled_reads.fetch(_locking, (build, *shape), values, related=_WITH_MODEL, first=True)
         if not found:
             return None
-        if not User.objects.filter(pk=claim.annotator_id, serving_version=claim.version).update(
-                serving_version=F("serving_version") + 1):
-            raise RaceLost
+        User.objects.filter(pk=claim.annotator_id).update(serving_version=F("serving_version") + 1)
         reserved = _new_rows(found[0], claim)
         WorkItem.objects.filter(pk=reserved.item.pk).update(active_count=F("active_count") + 1)
         for row in (reserved.assignment, reserved.session, reserved.first_round):
@@ -84,6 +87,15 @@ def reservation_take(build: compiled_reads.Build, shape: tuple[Any, ...], values
 
 def _locking(build: compiled_reads.Build, *shape: Any, **values: Any) -> Any:
     return build(*shape, **values).select_for_update(skip_locked=True, of=("self",))
+
+
+# The one statement's claim on the person (its ``person`` CTE), as a condition of the free items' own read: checked
+# before any item is locked, so a request waiting for the person's row holds no item meanwhile.
+_PERSON_CLAIMED = RawSQL("EXISTS (SELECT 1 FROM person)", (), output_field=BooleanField())
+
+
+def _claimed(build: compiled_reads.Build, *shape: Any, **values: Any) -> Any:
+    return build(*shape, **values).filter(_PERSON_CLAIMED)
 
 
 def one_statement_here() -> bool:
@@ -98,6 +110,10 @@ def _new_rows(item: WorkItem, claim: Claim) -> Reserved:
 
 
 def _take_in_one_statement(free: compiled_reads.Select, claim: Claim) -> Reserved | None:
+    """In order: the person's row locked if their version still holds (a request of theirs under way is waited for,
+    and the version re-read once it is done), the first free item locked, the version bumped, the item counted and
+    its rows inserted. One row comes back whatever happened: the person claimed or not, the item's columns or
+    none, the ids made."""
     quote = connection.ops.quote_name
     # The rows are made before the item is known: the columns the item fills in are references to it.
     reserved = _new_rows(WorkItem(batch_id=claim.batch_id), claim)
@@ -106,14 +122,16 @@ def _take_in_one_statement(free: compiled_reads.Select, claim: Claim) -> Reserve
     user, item, version, active = (quote(User._meta.db_table), quote(WorkItem._meta.db_table),
                                    quote("serving_version"), quote("active_count"))
     # Django refuses to compile a locking read outside a transaction (alone, its lock would end with it): the lock
-    # clause it would write is added here, where the statement that takes the item holds it.
-    lock = connection.ops.for_update_sql(skip_locked=True, of=(item,))
-    parts = [f"chosen ({', '.join(names)}) AS MATERIALIZED ({free.sql} {lock})",
-             f"person AS (UPDATE {user} SET {version} = {version} + 1 WHERE id = %s AND {version} = %s "
-             f"AND EXISTS (SELECT 1 FROM chosen) RETURNING id)",
-             f"counted AS (UPDATE {item} SET {active} = {active} + 1 FROM person, chosen "
+    # clauses it would write are added here, in the statement that holds them.
+    lock_person = connection.ops.for_update_sql(no_key=True)
+    lock_item = connection.ops.for_update_sql(skip_locked=True, of=(item,))
+    parts = [f"person AS MATERIALIZED (SELECT id FROM {user} WHERE id = %s AND {version} = %s {lock_person})",
+             f"chosen ({', '.join(names)}) AS MATERIALIZED ({free.sql} {lock_item})",
+             f"bumped AS (UPDATE {user} SET {version} = {version} + 1 FROM person, chosen "
+             f"WHERE {user}.id = person.id RETURNING {user}.id)",
+             f"counted AS (UPDATE {item} SET {active} = {active} + 1 FROM bumped, chosen "
              f"WHERE {item}.id = {chosen['id']} RETURNING {item}.id)"]
-    params: list[Any] = [*free.params, claim.annotator_id, claim.version]
+    params: list[Any] = [claim.annotator_id, claim.version, *free.params]
     made: list[tuple[str, Model, dict[str, str], str]] = [
         ("new_assignment", reserved.assignment, {"work_item_id": "counted.id"}, "counted")]
     if reserved.session is not None and reserved.first_round is not None:
@@ -127,13 +145,15 @@ def _take_in_one_statement(free: compiled_reads.Select, claim: Claim) -> Reserve
         params += values
     ids = ", ".join(f"(SELECT id FROM {name})" for name, *_ in made)
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH {', '.join(parts)} SELECT chosen.*, {ids} FROM chosen", params)
+        cursor.execute(f"WITH {', '.join(parts)} SELECT (SELECT id FROM person), chosen.*, {ids} "
+                       f"FROM (VALUES (1)) AS one LEFT JOIN chosen ON TRUE", params)
         row = cursor.fetchone()
-    if row is None:
-        return None
-    if row[len(names)] is None:
+    if row[0] is None:
         raise RaceLost
-    return _saved_rows(reserved, free.instance(row[:len(names)]), row[len(names):])
+    item_row, ids_made = row[1:len(names) + 1], row[len(names) + 1:]
+    if item_row[0] is None:
+        return None
+    return _saved_rows(reserved, free.instance(item_row), ids_made)
 
 
 def _saved_rows(reserved: Reserved, item: WorkItem, ids: tuple[int, ...]) -> Reserved:

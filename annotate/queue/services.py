@@ -147,8 +147,9 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
         except RaceLost:
             continue
         if assignment is None and not locked:
-            # Nothing free may only mean that other requests of theirs hold the items locked this instant: look
-            # again once those are done.
+            # Nothing for them may rest on reads taken at different moments while another request of theirs was
+            # reserving (their share seen full, their version not yet moved): the answer is given under the lock,
+            # once any such request is done.
             locked = True
             continue
         if assignment is None and not swept:

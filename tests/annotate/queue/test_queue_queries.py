@@ -68,7 +68,7 @@ def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simul
     # transaction (its savepoint and release counted here), and the reservation's ORM steps in a nested one.
     planned = [bool(planned_positions(seed=batch.serving_seed, annotator_id=annotator.pk, rate=gold_rate, share=None,
                                       up_to=position)) for position in range(1, 9)]
-    reads = [3 + (position > 0) if connection.vendor == "postgresql" else 13 for position in range(8)]
+    reads = [3 + (position > 0) if connection.vendor == "postgresql" else 14 for position in range(8)]
     expected = [reads[position] + planned[position] for position in range(8)]
     assert next_counts == expected, next_counts
     # A submit: the session with its ownership check, its rounds, the new round saved as the session moves on (the

@@ -20,8 +20,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 # latest assignment with its item, batch and session, and one statement that takes the first free item with its
 # model, counts it and writes the assignment, the session and its round 0 if their version still holds. No
 # transaction around them (annotate.queue.reservation). SQLite: the same in a transaction, and the reservation's
-# ORM steps (a read, the version, the count and three inserts) in a nested one.
-RETURNING_NEXT = 4 if connection.vendor == "postgresql" else 13
+# ORM steps (the person's version checked, the item read, the version bumped, the count and three inserts) in a
+# nested one.
+RETURNING_NEXT = 4 if connection.vendor == "postgresql" else 14
 # A newcomer: no latest assignment to read (SQLite reads it), and instead the open batches that may serve them (with
 # several, the first item of each too).
 NEWCOMER_NEXT = RETURNING_NEXT + (connection.vendor != "postgresql")

@@ -3,10 +3,13 @@ field the statement got wrong would bias a session silently: this compares every
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, connections, transaction
+from django.db.models import F
 
 from annotate.models import Assignment, Round, Session, User, WorkItem
 from annotate.queue import services as queue_services
@@ -116,3 +119,53 @@ def test_round_zero_is_queued_once_after_the_reservation_commits(sent_tasks, dja
     assert len(on_commit) == 1
     first_round = Round.objects.get(session__assignment=assignment)
     assert [args for _, args, _ in sent_tasks] == [[first_round.pk]]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one statement is PostgreSQL's")
+@pytest.mark.parametrize("other_reserved", [True, False])
+def test_a_request_waiting_for_the_person_holds_no_item(other_reserved):
+    """Another request of the person holds their row (a reservation of theirs under way): this one waits for it
+    before locking any item, so the items stay free for that request's walk. Then it loses (the other reserved and
+    bumped the version) or goes on (the other reserved nothing)."""
+    batch = make_batch(models=[ModelConfigFactory()], tasks=3)
+    annotator = UserFactory()
+    outcome: list = []
+
+    def waiting_take():
+        try:
+            outcome.append(take(batch, True, annotator, version=0))
+        except RaceLost as lost:
+            outcome.append(lost)
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():  # the other request, holding the person's row
+        User.objects.select_for_update(no_key=True).filter(pk=annotator.pk).get()
+        thread = threading.Thread(target=waiting_take)
+        thread.start()
+        waited = _until_waiting_for_a_lock()
+        free = WorkItem.objects.filter(batch=batch).select_for_update(skip_locked=True).count()
+        if other_reserved:
+            User.objects.filter(pk=annotator.pk).update(serving_version=F("serving_version") + 1)
+    thread.join(timeout=30)
+    assert waited and free == 3  # it waited, and held none of the three items meanwhile
+    if other_reserved:
+        assert isinstance(outcome[0], RaceLost) and not Assignment.objects.filter(annotator=annotator).exists()
+    else:
+        assert outcome[0].assignment.annotator_id == annotator.pk
+        assert User.objects.get(pk=annotator.pk).serving_version == 1
+
+
+def _until_waiting_for_a_lock(seconds: float = 10) -> bool:
+    """Whether some other connection is seen waiting for a row lock within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:  # the activity view is read afresh, not as this transaction first saw it
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> "
+                           "pg_backend_pid()")
+            if cursor.fetchone()[0]:
+                return True
+        time.sleep(0.02)
+    return False
