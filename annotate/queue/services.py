@@ -282,17 +282,24 @@ def _take_first_free(kind: str, batch: Batch, last_task_id: int | None, model_id
     """Reserve the first free item of the first tier that has one: of each model of ``model_ids`` in turn (None:
     any), each an ordered walk of an index that stops at the first free row."""
     for model_id in model_ids:
-        has_last = last_task_id is not None and kind != "check"
-        shape = (kind, batch.allow_repeat_tasks, batch.allow_same_task_back_to_back, has_last, model_id is not None)
-        values: dict[str, Any] = {"batch_id": batch.pk, "overlap": batch.overlap, "annotator_id": claim.annotator_id}
-        if has_last:
-            values["last_task_id"] = last_task_id
-        if model_id is not None:
-            values["model_id"] = model_id
+        shape, values = _free_walk(kind, batch, claim.annotator_id, last_task_id=last_task_id, model_id=model_id)
         reserved = reservation_take(_free_items, shape, values, claim)
         if reserved is not None:
             return reserved
     return None
+
+
+def _free_walk(kind: str, batch: Batch, annotator_id: int, *, last_task_id: int | None,
+              model_id: int | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`_free_items`' shape and values for one walk of ``batch``: after ``last_task_id`` (None: none, and never for
+    checks), of ``model_id`` (None: any)."""
+    has_last = last_task_id is not None and kind != "check"
+    values: dict[str, Any] = {"batch_id": batch.pk, "overlap": batch.overlap, "annotator_id": annotator_id}
+    if has_last:
+        values["last_task_id"] = last_task_id
+    if model_id is not None:
+        values["model_id"] = model_id
+    return (kind, batch.allow_repeat_tasks, batch.allow_same_task_back_to_back, has_last, model_id is not None), values
 
 
 def _reserve(annotator: User, batch: Batch, latest: Assignment | None, person: _Person, *,

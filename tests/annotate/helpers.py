@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from django.db import connections
+from django.db import connection, connections
 
 from annotate.assignments import assignment_complete
 from annotate.models import Assignment, Round, Session
@@ -70,3 +71,18 @@ def all_at_once(work, args: list, timeout: float = 120) -> list:
         thread.join(timeout=timeout)
     assert not any(thread.is_alive() for thread in threads)
     return results
+
+
+def blocked_backends_seen(count: int, timeout: float = 15) -> bool:
+    """Whether ``count`` other backends of the test database are seen waiting on a lock within ``timeout`` seconds
+    (PostgreSQL; read in the calling thread's connection, afresh each time even inside a transaction)."""
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'")
+            if cursor.fetchone()[0] >= count:
+                return True
+            time.sleep(0.02)
+    return False

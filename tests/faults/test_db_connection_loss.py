@@ -18,7 +18,7 @@ from django.db import connection
 from annotate.models import Round, Session
 from annotate.queue.services import assignment_next
 from tests import stack
-from tests.annotate.helpers import run_pending_round
+from tests.annotate.helpers import blocked_backends_seen, run_pending_round
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -68,19 +68,6 @@ def assert_ok_or_clear_503(response: httpx.Response) -> None:
     assert body["code"] == "database_unavailable" and "Send it again" in body["detail"]
 
 
-def wait_for_blocked_backends(count: int, timeout: float = 15) -> None:
-    """Until ``count`` backends of the test database wait on a lock (the requests are then mid-statement)."""
-    deadline = time.monotonic() + timeout
-    with connection.cursor() as cursor:
-        while time.monotonic() < deadline:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND wait_event_type = 'Lock'")
-            if cursor.fetchone()[0] >= count:
-                return
-            time.sleep(0.02)
-    raise AssertionError(f"{count} requests never reached the locked session row")
-
-
 def test_requests_mid_statement_fail_cleanly_and_a_retry_saves_once(web, stack_logs):
     annotator, batch, session = session_awaiting_feedback("dora")
     headers = stack.api_token(annotator)
@@ -97,7 +84,7 @@ def test_requests_mid_statement_fail_cleanly_and_a_retry_saves_once(web, stack_l
             submit = pool.submit(client.post, url + "feedback/",
                                  json={"feedback": feedback, "client_request_id": request_id})
             draft = pool.submit(client.post, url + "draft/", json={"draft": feedback})
-            wait_for_blocked_backends(2)
+            assert blocked_backends_seen(2), "2 requests never reached the locked session row"
             killed = stack.database_backends_terminate(keep_pids={locker.info.backend_pid})
             locker.rollback()
             responses = [submit.result(), draft.result()]
@@ -163,7 +150,7 @@ def test_connection_storm_loses_no_feedback_and_no_draft(web):
                     # this connection holds): a pool that replaces idle dead connections unseen cannot dodge it.
                     locker.execute(f"SELECT id FROM {Session._meta.db_table} WHERE id = ANY(%s) FOR UPDATE",
                                    [session_ids])
-                    wait_for_blocked_backends(1, timeout=5)
+                    assert blocked_backends_seen(1, timeout=5), "no autosave reached the locked session rows"
                     burst_end = time.monotonic() + 0.5
                     while time.monotonic() < burst_end and not stop_killing.is_set():
                         killed += stack.database_backends_terminate(keep_pids=keep | {locker.info.backend_pid})

@@ -47,8 +47,7 @@ def test_the_item_a_reservation_takes_is_the_orms_first_free_with_its_model(two_
     """Taken in one statement (with the kept SQL, then with the SQL compiled afresh) and by the ORM's saves: the
     same item, built with its model, each time rolled back."""
     batch, model_id = two_model_batch, two_model_batch.serving_models[1]
-    shape = ("ordinary", batch.allow_repeat_tasks, batch.allow_same_task_back_to_back, False, True)
-    values = {"batch_id": batch.pk, "overlap": batch.overlap, "annotator_id": annotator.pk, "model_id": model_id}
+    shape, values = queue._free_walk("ordinary", batch, annotator.pk, last_task_id=None, model_id=model_id)
 
     def taken(one_statement=True):
         with transaction.atomic():

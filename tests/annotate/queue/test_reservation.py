@@ -4,7 +4,6 @@ field the statement got wrong would bias a session silently: this compares every
 from __future__ import annotations
 
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -15,6 +14,7 @@ from annotate.models import Assignment, Round, Session, User, WorkItem
 from annotate.queue import services as queue_services
 from annotate.queue.items import CONVERSATION_KINDS
 from annotate.queue.reservation import Claim, RaceLost, reservation_take
+from tests.annotate.helpers import blocked_backends_seen
 from tests.factories import ModelConfigFactory, UserFactory, make_batch
 
 pytestmark = pytest.mark.django_db
@@ -30,8 +30,7 @@ def take(batch, one_statement: bool, annotator=None, version=None):
     annotator = annotator or UserFactory()
     claim = Claim(annotator.pk, annotator.serving_version if version is None else version, 1, batch.pk,
                   with_session=batch.kind not in CONVERSATION_KINDS)
-    shape = ("ordinary", batch.allow_repeat_tasks, batch.allow_same_task_back_to_back, False, False)
-    values = {"batch_id": batch.pk, "overlap": batch.overlap, "annotator_id": annotator.pk}
+    shape, values = queue_services._free_walk("ordinary", batch, annotator.pk, last_task_id=None, model_id=None)
     return reservation_take(queue_services._free_items, shape, values, claim, one_statement=one_statement)
 
 
@@ -144,7 +143,7 @@ def test_a_request_waiting_for_the_person_holds_no_item(other_reserved):
         User.objects.select_for_update(no_key=True).filter(pk=annotator.pk).get()
         thread = threading.Thread(target=waiting_take)
         thread.start()
-        waited = _until_waiting_for_a_lock()
+        waited = blocked_backends_seen(1, timeout=10)
         free = WorkItem.objects.filter(batch=batch).select_for_update(skip_locked=True).count()
         if other_reserved:
             User.objects.filter(pk=annotator.pk).update(serving_version=F("serving_version") + 1)
@@ -156,16 +155,3 @@ def test_a_request_waiting_for_the_person_holds_no_item(other_reserved):
         assert outcome[0].assignment.annotator_id == annotator.pk
         assert User.objects.get(pk=annotator.pk).serving_version == 1
 
-
-def _until_waiting_for_a_lock(seconds: float = 10) -> bool:
-    """Whether some other connection is seen waiting for a row lock within ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with connection.cursor() as cursor:  # the activity view is read afresh, not as this transaction first saw it
-            cursor.execute("SELECT pg_stat_clear_snapshot()")
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> "
-                           "pg_backend_pid()")
-            if cursor.fetchone()[0]:
-                return True
-        time.sleep(0.02)
-    return False
