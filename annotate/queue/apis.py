@@ -43,16 +43,15 @@ class NextItemApi(APIView):
     def post(self, request):
         data = self.NextItemInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        batch = None
-        if data.validated_data.get("batch"):
-            batch = batch_by_name(data.validated_data["batch"])
-            if batch is None:
-                raise NotFound(f"No batch named {data.validated_data['batch']!r}.")
-        assignment = queue_services.assignment_next(annotator=request.user, batch=batch)
+        name = data.validated_data.get("batch")
+        assignment = queue_services.assignment_next(annotator=request.user, batch_name=name)
         user = request.user
         if assignment is None and user.crowd_batch_id and items_held_back(user, user.crowd_batch):
             return Response({"state": "study", "url": reverse("crowd-study")})
         if assignment is None:
+            batch = None if name is None else batch_by_name(name)
+            if name is not None and batch is None:  # renamed or deleted since
+                raise NotFound(f"No batch named {name!r}.")
             empty = queue_services.nothing_to_serve(annotator=request.user, batch=batch)
             if empty.state == "wait":
                 return Response({"state": "wait", "retry_after": empty.retry_after},

@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotate.assignments import assignment_renew, assignments_expire
-from annotate.errors import PermissionDenied
+from annotate.errors import NotFound, PermissionDenied
 from annotate.models import Assignment, Batch, User, WorkItem
 from annotate.queue.gold import check_due
 from annotate.queue.items import (
@@ -45,6 +45,7 @@ from annotate.queue.items import (
 )
 from annotate.queue.order import model_cycle, model_for, serving_order
 from annotate.queue.reservation import Claim, RaceLost, Reserved, one_statement_here, reservation_take
+from annotate.queue.selectors import batch_by_name
 from annotate.server import compiled_reads
 from annotate.sessions import services as session_services
 from annotate.shares import participant_share
@@ -128,9 +129,10 @@ class _ArrivalToCount(Exception):
 _TRIES = 10  # a request that lost a race with another of the same person resumes that one's item when it retries
 
 
-def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignment | None:
+def assignment_next(*, annotator: User, batch: Batch | None = None, batch_name: str | None = None) -> Assignment | None:
     """Resume the annotator's item under way (whatever the batch: one at a time), or reserve the next open work item
-    (of ``batch``, else of the batch they work on) and start its session. Researchers and admins are refused.
+    (of ``batch``, or of the batch named ``batch_name``, else of the batch they work on) and start its session.
+    Researchers and admins are refused; a name no batch has is `NotFound`.
 
     One item at a time per person: on PostgreSQL the reservation holds only if the person's serving version is still
     the one this request read (annotate.queue.reservation), and a request that lost that race starts over; a
@@ -140,7 +142,7 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
     locked, swept = not one_statement_here(), False
     for _try in range(_TRIES):
         try:
-            assignment = _next_in_turn(annotator, batch, locked=locked)
+            assignment = _next_in_turn(annotator, batch, batch_name, locked=locked)
         except _ArrivalToCount:
             locked = True
             continue
@@ -160,12 +162,14 @@ def assignment_next(*, annotator: User, batch: Batch | None = None) -> Assignmen
     raise RuntimeError(f"annotator {annotator.pk}: {_TRIES} next-item tries each lost a race with another of theirs")
 
 
-def _next_in_turn(annotator: User, batch: Batch | None, *, locked: bool) -> Assignment | None:
+def _next_in_turn(annotator: User, batch: Batch | None, batch_name: str | None, *, locked: bool) -> Assignment | None:
     with transaction.atomic() if locked else nullcontext():
         person = _read_person(annotator, locked=locked)
         # Under the lock, the version is the row's newest but the rest of that read may predate the request that
         # held the lock: their latest assignment is read after it.
         latest = _latest_assignment(annotator) if person.has_assignment or locked else None
+        if batch_name is not None:
+            batch = _batch_named(batch_name, latest)
         if latest is not None and _resumable(latest):
             assignment_renew(assignment=latest)
             return latest
@@ -186,6 +190,17 @@ def _next_in_turn(annotator: User, batch: Batch | None, *, locked: bool) -> Assi
                     return assignment
         batch = _first_open_batch(annotator, latest)  # of the batches open to them: no second check
         return None if batch is None else _reserve(annotator, batch, latest, person, locked=locked)
+
+
+def _batch_named(name: str, latest: Assignment | None) -> Batch:
+    """The batch a request names: the one of their latest assignment, read with it, when it has that name (an API
+    client walking its batch: no query of its own), else read by name."""
+    if latest is not None and latest.work_item.batch.name == name:
+        return latest.work_item.batch
+    batch = batch_by_name(name)
+    if batch is None:
+        raise NotFound(f"No batch named {name!r}.")
+    return batch
 
 
 def _first_open_batch(annotator: User, latest: Assignment | None) -> Batch | None:

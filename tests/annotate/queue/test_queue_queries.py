@@ -59,16 +59,17 @@ def test_next_item_and_submit_query_counts_are_flat(api_client, annotator, simul
         answered(session_id)
         submit_counts.append(submit(api_client, session_id, n))
         finish(session_id)
-    # A fresh reservation on PostgreSQL: the batch named, the annotator's row (their serving version, read with
-    # whether items are pinned to them, whether an open batch names them and whether they have had an item), their
-    # latest assignment with its item and batch (resume, last task: not read for a newcomer), the checks served so
-    # far once the annotator's plan has placed one (annotate.queue.gold), and one statement that takes the first
-    # free item (or check) with its model, counts it and writes the assignment, the session and round 0 if the
-    # version still holds (annotate.queue.reservation). No transaction around them. Elsewhere the same reads in one
-    # transaction (its savepoint and release counted here), and the reservation's ORM steps in a nested one.
+    # A fresh reservation on PostgreSQL: the annotator's row (their serving version, read with whether items are
+    # pinned to them, whether an open batch names them and whether they have had an item), their latest assignment
+    # with its item and batch (resume, last task, and the batch named when it is theirs: a newcomer reads the batch
+    # by its name instead), the checks served so far once the annotator's plan has placed one
+    # (annotate.queue.gold), and one statement that takes the first free item (or check) with its model, counts it
+    # and writes the assignment, the session and round 0 if the version still holds (annotate.queue.reservation).
+    # No transaction around them. Elsewhere the same reads in one transaction (its savepoint and release counted
+    # here), and the reservation's ORM steps in a nested one.
     planned = [bool(planned_positions(seed=batch.serving_seed, annotator_id=annotator.pk, rate=gold_rate, share=None,
                                       up_to=position)) for position in range(1, 9)]
-    reads = [3 + (position > 0) if connection.vendor == "postgresql" else 14 for position in range(8)]
+    reads = [3 if connection.vendor == "postgresql" else 14 - (position > 0) for position in range(8)]
     expected = [reads[position] + planned[position] for position in range(8)]
     assert next_counts == expected, next_counts
     # A submit: the session with its ownership check, its rounds, the new round saved as the session moves on (the

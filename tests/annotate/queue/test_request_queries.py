@@ -40,8 +40,8 @@ def client_of(annotator):
     return client
 
 
-def next_item(client):
-    response = client.post(reverse("api-next"), {}, format="json")
+def next_item(client, batch=None):
+    response = client.post(reverse("api-next"), {} if batch is None else {"batch": batch.name}, format="json")
     assert response.status_code == 200, response.content
     assert response.json()["state"] == "item"
     return response.json()["session_id"]
@@ -82,6 +82,31 @@ def test_a_returning_annotators_next_item_submit_and_draft(client_of, simulated_
                                       {"feedback": "Look again.", "client_request_id": f"r{n}"}, format="json")
         assert response.status_code == 201
         finished(session_id)
+
+
+def test_naming_the_batch_walked_costs_no_query(client_of, simulated_model, django_assert_max_num_queries):
+    """An API client names its batch in each request: the batch is the one read with the latest assignment, so a
+    returning annotator's next item stays at its count; a newcomer's reads the batch by its name instead of the
+    open batches."""
+    batch = make_batch(models=[simulated_model], tasks=20)
+    with django_assert_max_num_queries(NEWCOMER_NEXT):
+        session_id = next_item(client_of, batch)
+    for _ in range(3):
+        answered(session_id)
+        finished(session_id)
+        with django_assert_max_num_queries(RETURNING_NEXT):
+            session_id = next_item(client_of, batch)
+
+
+def test_naming_another_batch_reads_it_by_name(client_of, simulated_model, django_assert_max_num_queries):
+    """Another batch than their latest's: read by its name, and their previous item in it (their place in its
+    sequence), as before the batch named was read with the latest assignment."""
+    first, other = make_batch(models=[simulated_model], tasks=5), make_batch(models=[simulated_model], tasks=5)
+    session_id = next_item(client_of, first)
+    answered(session_id)
+    finished(session_id)
+    with django_assert_max_num_queries(RETURNING_NEXT + 2):
+        next_item(client_of, other)
 
 
 def test_resuming_the_item_under_way(client_of, simulated_model, django_assert_max_num_queries):
