@@ -1,14 +1,19 @@
 """gunicorn's settings for the HTTP side of a split deployment: ``gunicorn -c python:annotate.config.gunicorn``.
 
-Sync workers, one request at a time per process: a request's queries then never wait for the interpreter behind
-another thread of its process (under ASGI every request shares its process with the event loop and the other
-requests' threads), and Django keeps one persistent connection per process (DB_CONN_MAX_AGE) instead of a pool.
+How many processes: gunicorn's documented starting point, (2 x cores) + 1. A process holds its requests while they
+wait for PostgreSQL or for a core, so with one process per core requests queue in front of the server while a core
+is idle; with 2 x cores + 1 the client's p95 stayed within 1.2x of the app's own up to the machine's saturation
+(benchmarks/queue_load.py, docs/operations/scaling-out.md).
 
-How many: gunicorn's documented starting point, (2 x cores) + 1. A sync process holds its request while the
-request waits for PostgreSQL or for a core, so with one process per core requests queue in front of the server
-while a core is idle; with 2 x cores + 1 the client's p95 stayed within 1.2x of the app's own up to the machine's
-saturation (benchmarks/queue_load.py, docs/operations/scaling-out.md). WEB_HTTP_THREADS above 1 gives each process
-that many threads (gunicorn's gthread worker) instead.
+Two threads in each (gunicorn's gthread worker), not a sync process: gthread keeps a client's connection open
+between its requests (keep-alive; a sync process closes it after every response, and gunicorn's documentation
+expects a buffering proxy in front of it). A client that talks to gunicorn directly, such as an API client walking
+the queue, then sends each request on the connection it has, to the process that answered the last one, instead
+of a new connection that any of the processes may accept: one annotator's next-item p95 fell from 39-43 ms to
+30-33 ms in runs alternated on one machine (benchmarks/compare_labelstudio.py). Only two threads, so that a request
+rarely waits for the interpreter behind another of its process; 3 processes x 8 threads moved the wait into the
+app at 1,000 annotators and took the cores from the WebSocket process and the worker. Each thread keeps its own
+persistent connection to PostgreSQL (DB_CONN_MAX_AGE). WEB_HTTP_THREADS=1 runs sync processes instead.
 """
 
 import os
@@ -18,7 +23,7 @@ from annotate.server.env import env_int, env_str
 wsgi_app = "annotate.config.wsgi:application"
 bind = [env_str("WEB_HTTP_BIND", "0.0.0.0:8000")]
 workers = env_int("WEB_HTTP_PROCESSES", 2 * (os.cpu_count() or 1) + 1)
-threads = env_int("WEB_HTTP_THREADS", 1)
+threads = env_int("WEB_HTTP_THREADS", 2)
 worker_class = "gthread" if threads > 1 else "sync"
 backlog = 2048  # a thousand people arriving in the same minute wait in the kernel's queue, not refused
 # Forwarded headers are the app's to read, from TRUSTED_PROXIES only (annotate.server.proxies), as under uvicorn's
