@@ -8,10 +8,9 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.errors import NotFound
 from annotate.participation import items_held_back
 from annotate.queue import services as queue_services
-from annotate.queue.selectors import assignment_page_url, batch_by_name
+from annotate.queue.selectors import assignment_page_url, batch_named
 from annotate.server.api_schema import UrlPathField, errors
 
 
@@ -49,9 +48,7 @@ class NextItemApi(APIView):
         if assignment is None and user.crowd_batch_id and items_held_back(user, user.crowd_batch):
             return Response({"state": "study", "url": reverse("crowd-study")})
         if assignment is None:
-            batch = None if name is None else batch_by_name(name)
-            if name is not None and batch is None:  # renamed or deleted since
-                raise NotFound(f"No batch named {name!r}.")
+            batch = None if name is None else batch_named(name)  # renamed or deleted since: NotFound
             empty = queue_services.nothing_to_serve(annotator=request.user, batch=batch)
             if empty.state == "wait":
                 return Response({"state": "wait", "retry_after": empty.retry_after},

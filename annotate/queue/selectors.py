@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
+from annotate.errors import NotFound
 from annotate.models import Assignment, Batch, User
 from annotate.queue.items import open_items
 from annotate.shares import participant_share
@@ -11,6 +12,14 @@ from annotate.shares import participant_share
 
 def batch_by_name(name: str) -> Batch | None:
     return Batch.objects.filter(name=name).first()
+
+
+def batch_named(name: str) -> Batch:
+    """The batch a request names; a name no batch has is `NotFound`, saying which."""
+    batch = batch_by_name(name)
+    if batch is None:
+        raise NotFound(f"No batch named {name!r}.")
+    return batch
 
 
 def assignment_page_url(assignment: Assignment) -> str:

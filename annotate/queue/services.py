@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from annotate.assignments import assignment_renew, assignments_expire
-from annotate.errors import NotFound, PermissionDenied
+from annotate.errors import PermissionDenied
 from annotate.models import Assignment, Batch, User, WorkItem
 from annotate.queue.gold import check_due
 from annotate.queue.items import (
@@ -45,7 +45,7 @@ from annotate.queue.items import (
 )
 from annotate.queue.order import model_cycle, model_for, serving_order
 from annotate.queue.reservation import Claim, RaceLost, Reserved, one_statement_here, reservation_take
-from annotate.queue.selectors import batch_by_name
+from annotate.queue.selectors import batch_named
 from annotate.server import compiled_reads
 from annotate.sessions import services as session_services
 from annotate.shares import participant_share
@@ -197,10 +197,7 @@ def _batch_named(name: str, latest: Assignment | None) -> Batch:
     client walking its batch: no query of its own), else read by name."""
     if latest is not None and latest.work_item.batch.name == name:
         return latest.work_item.batch
-    batch = batch_by_name(name)
-    if batch is None:
-        raise NotFound(f"No batch named {name!r}.")
-    return batch
+    return batch_named(name)
 
 
 def _first_open_batch(annotator: User, latest: Assignment | None) -> Batch | None:

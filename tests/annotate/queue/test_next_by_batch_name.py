@@ -3,21 +3,12 @@ batch is served, and a name no batch has is a 404 that names it, with nothing re
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
-from annotate.assignments import assignment_complete
 from annotate.models import Assignment, Session
+from tests.annotate import helpers
 from tests.factories import make_batch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_dispatch")]
-
-
-@pytest.fixture
-def client_of(annotator):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=annotator).key}")
-    return client
 
 
 def ask(client, name):
@@ -25,8 +16,7 @@ def ask(client, name):
 
 
 def finish(session_id):
-    Session.objects.filter(pk=session_id).update(status=Session.Status.COMPLETED)
-    assignment_complete(assignment_id=Session.objects.get(pk=session_id).assignment_id)
+    helpers.finish(Session.objects.get(pk=session_id).assignment)
 
 
 def test_an_unknown_name_is_a_404_naming_it_and_reserves_nothing(client_of, simulated_model):

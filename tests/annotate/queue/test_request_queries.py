@@ -6,8 +6,6 @@ first; annotate.queue.services says what each query does."""
 import pytest
 from django.db import connection
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from annotate.assignments import assignment_complete
 from annotate.models import Round, Session
@@ -31,13 +29,6 @@ NEWCOMER_NEXT = RETURNING_NEXT + (connection.vendor != "postgresql")
 SUBMIT = 8
 # A draft autosave: the token, and one conditional update of the session.
 DRAFT = 2
-
-
-@pytest.fixture
-def client_of(annotator):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=annotator).key}")
-    return client
 
 
 def next_item(client, batch=None):
