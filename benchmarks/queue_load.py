@@ -19,12 +19,13 @@ What it does:
      simulated model (max_rounds = 1, overlap 1), its 100k work items, and 1 + 200 annotators with API tokens and
      login sessions.
   2. Starts the app as a crowd study is deployed (docs/operations/deployment.md#split-http-and-websockets):
-     pages and API from gunicorn's sync processes (``--http-workers``, 2 x cores + 1), the WebSockets from uvicorn
-     (``--web-workers``, 1); ``--server uvicorn`` serves both from uvicorn (``--web-workers``, one per core, at
-     least 2), ``--server daphne`` from one daphne process. With them one Celery worker (simulated model, no
-     delay; at SCHED_IDLE priority, standing in for model servers on other machines) on an embedded Redis, as in
-     production: a submit saves the round and dispatches the model call on commit; the worker answers, streams
-     over the channel layer and completes the session.
+     pages and API from gunicorn's processes (``--http-workers``, 2 x cores + 1, of ``--http-threads`` threads,
+     2), the WebSockets from uvicorn (``--web-workers``, 1); ``--server uvicorn`` serves both from uvicorn
+     (``--web-workers``, one per core, at least 2), ``--server daphne`` from one daphne process. With them one
+     Celery worker of 4 processes, as the documented worker command runs it (``--celery-concurrency``;
+     simulated model, no delay; at SCHED_IDLE priority, standing in for model servers on other machines) on an
+     embedded Redis, as in production: a submit saves the round and dispatches the model call on commit; the
+     worker answers, streams over the channel layer and completes the session.
   3. Phase 1, one annotator, no pauses: POST /api/next/ (reserves a new pair: the session starts and round 0 is
      queued), wait for the model's answer on the session's WebSocket (as the page does; ``--wait poll`` polls
      GET /api/sessions/<id>/ instead), POST /api/sessions/<id>/feedback/ (the submit), wait until the session
@@ -94,7 +95,8 @@ def parse_args() -> argparse.Namespace:
                              "GET /api/sessions/<id>/ every 1.5 s (the page's fallback)")
     parser.add_argument("--web-workers", type=int, default=None,
                         help="ASGI processes (default: 1 with --server split, else one per core, at least 2)")
-    parser.add_argument("--celery-concurrency", type=int, default=2)
+    parser.add_argument("--celery-concurrency", type=int, default=4,
+                        help="the worker's processes: 4, as docs/operations/queues-and-workers.md runs it")
     parser.add_argument("--pool", type=int, default=8,
                         help="DB_POOL_MAX_SIZE of the web processes: Django's PostgreSQL connection pool, this many "
                              "connections per process (0: a new connection per request)")

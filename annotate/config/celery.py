@@ -3,7 +3,14 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import (
+    task_postrun,
+    task_prerun,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate.config.settings")
 
@@ -36,3 +43,16 @@ def _freeze_startup_heap(**_kwargs):
     from annotate.server.heap import freeze_startup_heap
 
     freeze_startup_heap()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _database_connections_between_tasks(sender=None, **_kwargs):
+    # A task is to a worker what a request is to a web process: Django's own check at its boundaries drops a
+    # connection past DB_CONN_MAX_AGE or left broken, and arms the health check of a kept one (settings). Not in
+    # eager tasks, which run inside their caller's transaction.
+    if sender is not None and getattr(sender.request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()

@@ -165,6 +165,15 @@ CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fixup closes the database connections before and after every task unless CELERY_DB_REUSE_MAX is
+# set, whatever CONN_MAX_AGE says: a worker opened a connection for each round (a new PostgreSQL backend, and its
+# statements never prepared). With DB_CONN_MAX_AGE set the fixup only recycles them every thousand tasks, and
+# annotate.config.celery drops an old or broken one between tasks, as Django does between requests.
+if DATABASES["default"]["CONN_MAX_AGE"]:
+    CELERY_DB_REUSE_MAX = 1000
+    # A kept connection the server dropped (a restart, a failover) is replaced before its next use instead of
+    # failing a round or a request: one empty round trip the first time a task or request uses it.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 660)
