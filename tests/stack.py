@@ -158,6 +158,18 @@ def wait_database_quiet(quiet_for=0.15, timeout=10.0) -> None:
             time.sleep(0.05)
 
 
+def session_wait(session, predicate, timeout=60):
+    """Polls ``session`` until ``predicate(session)`` holds and returns it; fails naming its status and rounds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        session.refresh_from_db()
+        if predicate(session):
+            return session
+        time.sleep(0.05)
+    rounds = list(session.rounds.values("index", "generation_status", "error"))
+    raise AssertionError(f"session {session.pk} stuck in {session.status}: {rounds}")
+
+
 def wait_counted(session, timeout=30):
     """The worker counts a completed session for the reports; let it finish before the test's data is flushed."""
     from evaluation.models import CountedSession  # imported late: Django must be set up first

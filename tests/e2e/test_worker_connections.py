@@ -14,16 +14,15 @@ from annotate.sessions.services import round_submit_feedback
 from tests import stack
 from tests.factories import ModelConfigFactory, make_batch
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "postgresql",
+                       reason="the worker's connections are read from PostgreSQL's pg_stat_activity"),
+]
 
 QUEUE = "model.connection-test"  # only this test's worker consumes it
 APP_NAME = "worker-connection-test"  # how PostgreSQL names this worker's connections
-
-
-@pytest.fixture
-def postgres_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("the worker's connections are read from PostgreSQL's pg_stat_activity")
 
 
 def worker_backends() -> set[int]:
@@ -32,18 +31,12 @@ def worker_backends() -> set[int]:
         return {pid for (pid,) in cursor.fetchall()}
 
 
-def settled(session: Session, timeout: float = 60) -> Session:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        session.refresh_from_db()
-        if session.status != Session.Status.GENERATING:
-            return session
-        time.sleep(0.05)
-    raise AssertionError(f"session {session.pk} still generating: {list(session.rounds.values('index', 'error'))}")
+def settled(session: Session) -> Session:
+    return stack.session_wait(session, lambda s: s.status != Session.Status.GENERATING)
 
 
 @pytest.fixture
-def worker_with(postgres_only, redis_url, stack_logs):
+def worker_with(redis_url, stack_logs):
     """Starts this test's worker with the given DB_CONN_MAX_AGE (its connections named APP_NAME); returns its log."""
     started = []
 

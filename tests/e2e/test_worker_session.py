@@ -1,6 +1,5 @@
 """End to end: a real Celery worker process and a real Redis run a whole session."""
 
-import time
 import uuid
 
 import pytest
@@ -9,20 +8,9 @@ from annotate.models import Round, Session
 from annotate.queue.services import assignment_next
 from annotate.sessions.services import round_submit_feedback
 from tests.factories import ModelConfigFactory, attach_image, make_batch
-from tests.stack import wait_counted
+from tests.stack import session_wait, wait_counted
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-def wait_for(session, predicate, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        session.refresh_from_db()
-        if predicate(session):
-            return session
-        time.sleep(0.1)
-    rounds = list(session.rounds.values("index", "generation_status", "error"))
-    raise AssertionError(f"session stuck in {session.status}: {rounds}")
 
 
 def test_worker_runs_a_session_through_round_three(annotator, celery_worker_process):
@@ -30,11 +18,11 @@ def test_worker_runs_a_session_through_round_three(annotator, celery_worker_proc
     batch = make_batch(models=[model])
     attach_image(batch.tasks.get())
     session = assignment_next(annotator=annotator, batch=batch).session
-    wait_for(session, lambda s: s.status == Session.Status.AWAITING_FEEDBACK)
+    session_wait(session, lambda s: s.status == Session.Status.AWAITING_FEEDBACK)
     for attempt in ("first", "second", "third"):  # no digits: on a number task they would be stated answers
         round_submit_feedback(session_id=session.id, feedback=f"Not right, look again ({attempt} try).",
                               client_request_id=str(uuid.uuid4()))
-        wait_for(session, lambda s: s.status != Session.Status.GENERATING)
+        session_wait(session, lambda s: s.status != Session.Status.GENERATING)
     assert session.status == Session.Status.COMPLETED and session.corrected_round == 3
     rounds = list(session.rounds.order_by("index"))
     assert [r.generation_status for r in rounds] == [Round.Generation.DONE] * 4
@@ -46,6 +34,6 @@ def test_transient_errors_are_retried_by_the_backend_not_by_celery(annotator, ce
     model = ModelConfigFactory(backend_settings={"chunk_delay": 0, "fail_transient_times": 1})
     batch = make_batch(models=[model])
     session = assignment_next(annotator=annotator, batch=batch).session
-    wait_for(session, lambda s: s.status == Session.Status.AWAITING_FEEDBACK)
+    session_wait(session, lambda s: s.status == Session.Status.AWAITING_FEEDBACK)
     # One claim: the backend's RetryPolicy made the second call inside the task; Celery did not run it again.
     assert session.rounds.get().attempts == 1
