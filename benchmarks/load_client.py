@@ -16,6 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, fields
 
+LAG_SAMPLE_SECONDS = 0.05
 QUIET_SECONDS, QUIET_SECONDS_MAX = 10.0, 40.0  # as SNAPSHOT_AFTER_QUIET_MS and its _MAX_MS in static/js/session.js
 ANNOTATORS_PER_CLIENT = 250  # per client process by default: its event loop's lag stays a few ms at 1,000
 
@@ -37,6 +38,9 @@ class Stats:
     submit_cost: list[tuple[float, int, float]] = field(default_factory=list)
     draft_cost: list[tuple[float, int, float]] = field(default_factory=list)
     errors: dict[str, int] = field(default_factory=dict)
+    # The client's own event-loop lag, sampled every LAG_SAMPLE_SECONDS: a client running late adds that much to
+    # every latency it measures, though no server made it wait (here the clients share the server's cores).
+    loop_lag: list[float] = field(default_factory=list)
     cycles: int = 0
     requests: int = 0
 
@@ -305,6 +309,14 @@ async def annotator_loop(browser: Browser, cookie: str, batch: str, ws_base: str
             await asyncio.sleep(1)
 
 
+async def watch_loop_lag(lags: list[float]) -> None:
+    """How late this event loop wakes a sleeper (ms), every LAG_SAMPLE_SECONDS until cancelled."""
+    while True:
+        asked = time.monotonic()
+        await asyncio.sleep(LAG_SAMPLE_SECONDS)
+        lags.append((time.monotonic() - asked - LAG_SAMPLE_SECONDS) * 1000)
+
+
 async def run_phase(base: str, ws_base: str, batch: str, credentials: list[tuple[str, str]], *, seconds: float,
                     think: float, ramp: float, max_cycles: int, wait: str, poll: float,
                     delays: list[float] | None = None, start_at: float | None = None) -> tuple[Stats, float]:
@@ -321,10 +333,12 @@ async def run_phase(base: str, ws_base: str, batch: str, credentials: list[tuple
             await asyncio.sleep(max(0.0, start_at - time.monotonic()))
         start = time.monotonic()
         deadline = start + seconds
+        watcher = asyncio.create_task(watch_loop_lag(stats.loop_lag))
         await asyncio.gather(*(annotator_loop(browser, cookie, batch, ws_base, deadline, think, max_cycles, d,
                                               wait, poll)
                                for browser, (_, cookie), d in zip(browsers, credentials, delays, strict=True)))
         elapsed = time.monotonic() - start
+        watcher.cancel()
     finally:
         await asyncio.gather(*(browser.close() for browser in browsers))
     return stats, elapsed

@@ -35,8 +35,9 @@ What it does:
      feedback takes ``--think`` seconds on average (0.5x-1.5x), with the page's draft autosaves every 1.5-3 s, and
      reading the outcome as long again; starts spread over ``--ramp`` s.
   Each phase is bounded in time (``--seconds``). It prints p50/p95/p99/max of next-item and submit (and of the
-  WebSocket connects, polls and draft saves), the request rate and the error count (unexpected statuses, exceptions, sessions
-  that did not advance within 30 s); the app's own share of next and submit (``Server-Timing``); in phase 2,
+  WebSocket connects, polls and draft saves, and how late each client process's event loop ran, which counts in
+  every latency the client measures), the request rate and the error count (unexpected statuses, exceptions,
+  sessions that did not advance within 30 s); the app's own share of next and submit (``Server-Timing``); in phase 2,
   next-item split into each annotator's first item (all 200 arrive within the ramp) and the later ones; items done
   per second; and the CPU each part of the system used (the web processes, the worker, this run's PostgreSQL
   backends and Redis, the client processes, the whole machine), with the time the host took from this virtual
@@ -413,7 +414,8 @@ def report(title: str, clients: ClientProcesses, target_p95: dict[str, float], l
                               ("  submit, in the app", "", stats.submit_server),
                               ("WebSocket connect (snapshot)", "", stats.ws_connect),
                               ("GET /api/sessions/<id>/ (poll)", "", stats.session_get),
-                              ("draft autosave (ws or POST)", "draft", stats.draft)):
+                              ("draft autosave (ws or POST)", "draft", stats.draft),
+                              ("client event-loop lag", "", stats.loop_lag)):
         counted = key in target_p95
         if not values and not counted:
             continue
