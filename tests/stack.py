@@ -158,6 +158,13 @@ def wait_database_quiet(quiet_for=0.15, timeout=10.0) -> None:
             time.sleep(0.05)
 
 
+def split_http_command(port: int) -> tuple[list[str], dict]:
+    """A split deployment's HTTP side (docs/operations/deployment.md): the command and its environment, on a local
+    port with one process."""
+    return ([sys.executable, "-m", "gunicorn", "-c", "python:annotate.config.gunicorn"],
+            {"WEB_HTTP_BIND": f"127.0.0.1:{port}", "WEB_HTTP_PROCESSES": "1"})
+
+
 def session_wait(session, predicate, timeout=60):
     """Polls ``session`` until ``predicate(session)`` holds and returns it; fails naming its status and rounds."""
     deadline = time.monotonic() + timeout

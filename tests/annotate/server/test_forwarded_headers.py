@@ -33,12 +33,6 @@ def compose_web_command(port: int) -> list[str]:
     return [sys.executable, "-m", *command]
 
 
-def split_http_command(port: int) -> tuple[list[str], dict]:
-    """A split deployment's HTTP side (docs/operations/deployment.md), on a free local port with one process."""
-    return ([sys.executable, "-m", "gunicorn", "-c", "python:annotate.config.gunicorn"],
-            {"WEB_HTTP_BIND": f"127.0.0.1:{port}", "WEB_HTTP_PROCESSES": "1"})
-
-
 @pytest.fixture(params=["uvicorn", "gunicorn"])
 def start_web(request, stack_logs, redis_url):
     started = []
@@ -47,7 +41,7 @@ def start_web(request, stack_logs, redis_url):
         port = stack.free_port()
         log = stack_logs / f"web-forwarded-{request.param}-{port}.log"
         command, own_env = ((compose_web_command(port), {}) if request.param == "uvicorn"
-                            else split_http_command(port))
+                            else stack.split_http_command(port))
         process = subprocess.Popen(command, cwd=stack.ROOT, env=stack.child_env(**own_env, **env),
                                    stdout=log.open("ab"), stderr=subprocess.STDOUT)
         started.append(process)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import runpy
 import subprocess
-import sys
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -49,9 +48,8 @@ def test_the_bound_can_be_set_and_a_bound_that_leaves_no_kept_alive_connection_i
 
 
 def test_gunicorn_refuses_to_start_with_a_bad_bound_and_says_which_variable():
-    result = subprocess.run([sys.executable, "-m", "gunicorn", "-c", "python:annotate.config.gunicorn"],
-                            cwd=stack.ROOT, env=stack.child_env(WEB_HTTP_BIND=f"127.0.0.1:{stack.free_port()}",
-                                                                WEB_HTTP_CONNECTIONS="1"),
+    command, env = stack.split_http_command(stack.free_port())
+    result = subprocess.run(command, cwd=stack.ROOT, env=stack.child_env(**env, WEB_HTTP_CONNECTIONS="1"),
                             capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert "WEB_HTTP_CONNECTIONS must be more than WEB_HTTP_THREADS (2), got 1" in result.stderr
