@@ -60,6 +60,7 @@ from benchmarks.queue_load import (  # noqa: E402
     scratch_database,
     start_processes,
     tear_down,
+    worker_session_priority,
 )
 
 LABEL_STUDIO_VERSION = "1.23.2"
@@ -294,6 +295,7 @@ def worker_priority(worker: subprocess.Popen, policy: str) -> None:
     pids = subprocess.run(["pgrep", "-g", str(worker.pid)], capture_output=True, text=True).stdout.split()
     for pid in pids:
         subprocess.run(["chrt", f"--{policy}", "--all-tasks", "--pid", "0", pid], capture_output=True)
+    worker_session_priority(worker.pid, idle=policy == "idle")
 
 
 # --- the two walks -------------------------------------------------------------------------------------------------

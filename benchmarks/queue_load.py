@@ -23,7 +23,8 @@ What it does:
      2), the WebSockets from uvicorn (``--web-workers``, 1); ``--server uvicorn`` serves both from uvicorn
      (``--web-workers``, one per core, at least 2), ``--server daphne`` from one daphne process. With them one
      Celery worker of 4 processes, as the documented worker command runs it (``--celery-concurrency``;
-     simulated model, no delay; at SCHED_IDLE priority, standing in for model servers on other machines) on an
+     simulated model, no delay; at SCHED_IDLE priority, its session ranked last where Linux schedules by session,
+     standing in for model servers on other machines) on an
      embedded Redis, as in production: a submit saves the round and dispatches the model call on commit; the
      worker answers, streams over the channel layer and completes the session.
   3. Phase 1, one annotator, no pauses: POST /api/next/ (reserves a new pair: the session starts and round 0 is
@@ -346,9 +347,25 @@ def start_worker(env: dict, logs: Path, concurrency: int, log_mode: str = "wb") 
               "-Q", "model.simulated,default", "-c", str(concurrency), "--loglevel", "WARNING",
               "-n", f"bench-{os.getpid()}@%h", "--without-mingle", "--without-gossip"]
     # One persistent connection per worker process (as in production: DB_CONN_MAX_AGE for workers).
-    return subprocess.Popen(worker, cwd=ROOT, env={**env, "DB_POOL_MAX_SIZE": "0", "DB_CONN_MAX_AGE": "600"},
+    proc = subprocess.Popen(worker, cwd=ROOT, env={**env, "DB_POOL_MAX_SIZE": "0", "DB_CONN_MAX_AGE": "600"},
                             stdout=(logs / "worker.log").open(log_mode), stderr=subprocess.STDOUT,
                             start_new_session=True)
+    worker_session_priority(proc.pid, idle=True)
+    return proc
+
+
+def worker_session_priority(pid: int, idle: bool) -> None:
+    """Rank the worker's whole session last (idle) or as any other (not idle), where Linux schedules by session.
+
+    With autogroup on (/proc/sys/kernel/sched_autogroup_enabled, sched(7)), the scheduler first shares the cores
+    between sessions, each of equal weight, and only then between a session's threads by their policy. The worker
+    runs in a session of its own (so that it stops whole), and SCHED_IDLE alone ranked it only against its own
+    processes: at 1,000 annotators it took its share of the cores while gunicorn's requests waited for one. The
+    session's nice value (19, the lowest rank) ranks the session itself. A kernel built without autogroup has no
+    such file, and SCHED_IDLE does it alone."""
+    path = Path(f"/proc/{pid}/autogroup")
+    if path.exists():
+        path.write_text("19" if idle else "0")
 
 
 def redis_pid(var_dir: Path) -> int | None:
