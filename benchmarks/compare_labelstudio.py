@@ -60,7 +60,7 @@ from benchmarks.queue_load import (  # noqa: E402
     scratch_database,
     start_processes,
     tear_down,
-    worker_session_priority,
+    worker_priority,
 )
 
 LABEL_STUDIO_VERSION = "1.23.2"
@@ -288,16 +288,6 @@ def serve_ours() -> None:
     analyze()
 
 
-def worker_priority(worker: subprocess.Popen, policy: str) -> None:
-    """Every process of the Celery worker's group to ``policy`` ("other": the normal one, "idle"). The benchmark
-    runs the worker at idle priority (it stands for model servers on other machines); an import job is work of
-    its own that Label Studio's import does at normal priority, so it runs at normal priority too."""
-    pids = subprocess.run(["pgrep", "-g", str(worker.pid)], capture_output=True, text=True).stdout.split()
-    for pid in pids:
-        subprocess.run(["chrt", f"--{policy}", "--all-tasks", "--pid", "0", pid], capture_output=True)
-    worker_session_priority(worker.pid, idle=policy == "idle")
-
-
 # --- the two walks -------------------------------------------------------------------------------------------------
 
 
@@ -382,6 +372,7 @@ def main() -> None:
               f"(lower is faster)", flush=True)
         project_id, ls_import = import_label_studio(api, records)
         print(f"  Label Studio {ls_import:.2f} s (machine speed after: {reference_workload_ms():.1f} ms)", flush=True)
+        # An import job is work of its own that Label Studio's import does at normal priority: ours does too.
         worker_priority(procs[1], "other")  # start_processes returns the web server(s), then the worker
         ours_import = import_ours_api(base, admin_token, records, workdir)
         worker_priority(procs[1], "idle")

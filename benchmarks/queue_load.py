@@ -354,6 +354,15 @@ def start_worker(env: dict, logs: Path, concurrency: int, log_mode: str = "wb") 
     return proc
 
 
+def worker_priority(worker: subprocess.Popen, policy: str) -> None:
+    """Every process of the worker's group to ``policy`` ("other": the normal one, "idle"), and its session with
+    them (``worker_session_priority``)."""
+    pids = subprocess.run(["pgrep", "-g", str(worker.pid)], capture_output=True, text=True).stdout.split()
+    for pid in pids:
+        subprocess.run(["chrt", f"--{policy}", "--all-tasks", "--pid", "0", pid], capture_output=True)
+    worker_session_priority(worker.pid, idle=policy == "idle")
+
+
 def worker_session_priority(pid: int, idle: bool) -> None:
     """Rank the worker's whole session last (idle) or as any other (not idle), where Linux schedules by session.
 
